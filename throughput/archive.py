@@ -1,0 +1,77 @@
+"""The results archive: CSV files of records, written row by row, read back as tables."""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import io
+import os
+import re
+from datetime import datetime, timezone
+from pathlib import Path
+
+from .errors import ArchiveError
+from .records import COLUMNS, Record
+
+
+def results_path(out: str | os.PathLike, run_id: str, label: str) -> Path:
+    """Where a sweep's CSV goes: a file path as given, or a new file in a folder.
+
+    New files are named ``<UTC time>_<label>_<run_id>.csv`` so that they sort by time.
+    """
+    out = Path(out)
+    if out.suffix.lower() == ".csv":
+        return out
+    slug = re.sub(r"[^A-Za-z0-9_.-]+", "-", label).strip("-.")[:60] or "sweep"
+    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    return out / f"{stamp}_{slug}_{run_id}.csv"
+
+
+class ResultsFile:
+    """A CSV file that records are appended to, one whole line at a time.
+
+    Each row is formatted in memory and written with a single ``write`` then flushed
+    and synced, so an interrupted sweep leaves only whole rows behind.
+    """
+
+    def __init__(self, path: str | os.PathLike):
+        self.path = Path(path)
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            new = not self.path.exists() or self.path.stat().st_size == 0
+            self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        except OSError as exc:
+            raise ArchiveError(f"Cannot write results to '{self.path}': {exc.strerror or exc}. Choose a writable folder with --out.") from None
+        if new:
+            self._write(self._line(dict(zip(COLUMNS, COLUMNS))))
+
+    @staticmethod
+    def _line(row: dict) -> str:
+        buf = io.StringIO()
+        csv.DictWriter(buf, fieldnames=COLUMNS, lineterminator="\n").writerow(row)
+        return buf.getvalue()
+
+    def _write(self, text: str) -> None:
+        data = text.encode("utf-8")
+        try:
+            written = os.write(self._fd, data)
+            if written != len(data):
+                raise OSError(f"short write ({written} of {len(data)} bytes)")
+            os.fsync(self._fd)
+        except OSError as exc:
+            raise ArchiveError(f"Cannot write results to '{self.path}': {exc}") from None
+
+    def append(self, record: Record) -> None:
+        """Write one record as one CSV line, durably."""
+        self._write(self._line(dataclasses.asdict(record)))
+
+    def close(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+
+    def __enter__(self) -> "ResultsFile":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()

@@ -1,0 +1,96 @@
+"""The record: one row per timed run (results schema v1).
+
+Field names are the CSV columns, in order. Names follow the seed notebook where it had
+them, so its published archives load unchanged.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import socket
+from dataclasses import dataclass, field
+from importlib.metadata import PackageNotFoundError, version
+
+SCHEMA_VERSION = 1
+
+
+@dataclass(frozen=True)
+class Record:
+    """One timed read of one source at one cluster size."""
+
+    run_id: str
+    """One id per sweep invocation."""
+    timestamp: str
+    """UTC ISO 8601 start of this run."""
+    source: str
+    operation: str = "load"
+    format: str = ""
+    cloud: str = ""
+    region: str = ""
+    url: str = ""
+    """Where the data is, credentials removed."""
+    variable: str = ""
+    nbytes: int = 0
+    """In-memory (decoded) bytes of the array read."""
+    chunksize: int = 0
+    """In-memory bytes of one chunk."""
+    nchunks: int = 0
+    dtype: str = ""
+    shape: str = ""
+    chunks: str = ""
+    nworkers: int = 0
+    """Workers counted on the cluster at the time of the run."""
+    nthreads: int = 0
+    """Worker threads counted on the cluster at the time of the run."""
+    ncores: int = 0
+    """Cores as Dask counts them (``Client.ncores``: one per worker thread), as the seed did."""
+    host_cpus: int = 0
+    """CPUs of the distinct hosts the workers run on (os.cpu_count per host)."""
+    cluster: str = ""
+    requested_workers: int = 0
+    """Workers asked for at this point; differs from ``nworkers`` when fewer arrived."""
+    repeat: int = 0
+    runtime: float = float("nan")
+    """Seconds, wall clock, of the store+compute only."""
+    throughput_MBps: float = float("nan")
+    throughput_MBps_per_thread: float = float("nan")
+    bytes_received: int = 0
+    """Bytes the null sinks on the workers received during this run."""
+    scale_seconds: float = float("nan")
+    """Seconds spent scaling the cluster and waiting for workers before this point (not timed)."""
+    status: str = "ok"
+    error: str = ""
+    note: str = ""
+    storage_library: str = ""
+    options: str = ""
+    """Options that shaped the read, as JSON, secrets masked."""
+    tags: str = ""
+    host: str = field(default_factory=socket.gethostname)
+    throughput_version: str = ""
+    dask_version: str = ""
+    distributed_version: str = ""
+    zarr_version: str = ""
+    xarray_version: str = ""
+    fsspec_version: str = ""
+    schema_version: int = SCHEMA_VERSION
+
+
+COLUMNS: tuple[str, ...] = tuple(f.name for f in dataclasses.fields(Record))
+
+
+def throughput_mbps(nbytes: int, runtime: float) -> float:
+    """MB/s with MB = 10^6 bytes, as in the seed."""
+    return nbytes / 1e6 / runtime if runtime > 0 else float("nan")
+
+
+@functools.cache
+def library_versions() -> dict[str, str]:
+    """Versions of the libraries that shape a measurement, as record columns."""
+    found = {}
+    for package in ("throughput", "dask", "distributed", "zarr", "xarray", "fsspec"):
+        try:
+            found[f"{package}_version"] = version(package)
+        except PackageNotFoundError:
+            found[f"{package}_version"] = ""
+    return found

@@ -1,0 +1,86 @@
+"""What fsspec backend serves a URL, and turning storage failures into clear errors."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from importlib.metadata import PackageNotFoundError, version
+from urllib.parse import urlsplit
+
+import fsspec
+from fsspec.registry import known_implementations
+
+from .errors import (
+    MissingDependencyError,
+    SourceNotFoundError,
+    StorageUnreachableError,
+    ThroughputError,
+    UsageError,
+)
+from .redact import redact_text
+
+
+def protocol_of(url: str) -> str:
+    """The fsspec protocol of a URL (``file`` for plain paths)."""
+    proto = fsspec.utils.get_protocol(url)
+    return "file" if proto in ("file", "local") else proto
+
+
+def filesystem_class(url: str) -> type[fsspec.AbstractFileSystem]:
+    """The fsspec filesystem class for a URL, or a clear error naming what to install."""
+    proto = protocol_of(url)
+    if proto not in fsspec.available_protocols() and proto not in fsspec.registry:
+        known = sorted(p for p in known_implementations if len(p) > 1)
+        msg = f"Unknown URL protocol '{proto}' in '{redact_text(url)}'. Must be one of {known} or a local path."
+        raise UsageError(msg)
+    try:
+        return fsspec.get_filesystem_class(proto)
+    except ImportError as exc:
+        hint = known_implementations.get(proto, {}).get("err", str(exc))
+        msg = f"URL protocol '{proto}' needs a package that is not installed: {hint}"
+        raise MissingDependencyError(msg) from None
+
+
+def storage_library(url: str) -> str:
+    """``"<package> <version>"`` of the fsspec backend that reads this URL."""
+    cls = filesystem_class(url)
+    package = cls.__module__.split(".")[0]
+    try:
+        return f"{package} {version(package)}"
+    except PackageNotFoundError:
+        return package
+
+
+def host_of(url: str) -> str:
+    """Host (and port) a URL reaches, for error messages."""
+    return urlsplit(url).netloc.rsplit("@", 1)[-1] or url
+
+
+def _endpoint(url: str, storage_options: dict | None) -> str:
+    opts = storage_options or {}
+    endpoint = opts.get("endpoint_url") or (opts.get("client_kwargs") or {}).get("endpoint_url")
+    return host_of(endpoint) if endpoint else host_of(url)
+
+
+_UNREACHABLE = ("Could not connect", "Connection refused", "ConnectTimeout", "Cannot connect",
+                "Name or service not known", "EndpointConnectionError", "ConnectionError",
+                "nodename nor servname", "Temporary failure in name resolution")
+
+
+@contextlib.contextmanager
+def storage_errors(url: str, storage_options: dict | None = None) -> Iterator[None]:
+    """Translate what storage libraries raise into one-line throughput errors."""
+    try:
+        yield
+    except ThroughputError:
+        raise
+    except FileNotFoundError as exc:
+        raise SourceNotFoundError(f"Nothing found at '{redact_text(url)}': {redact_text(exc) or 'no such object or bucket'}") from exc
+    except PermissionError as exc:
+        raise SourceNotFoundError(f"Access denied to '{redact_text(url)}': {redact_text(exc)}. Check credentials in storage_options (key/secret, token, anon=True for public data).") from exc
+    except (OSError, Exception) as exc:
+        text = f"{type(exc).__name__}: {exc}"
+        if isinstance(exc, (ConnectionError, TimeoutError)) or any(s in text for s in _UNREACHABLE):
+            host = _endpoint(url, storage_options)
+            raise StorageUnreachableError(f"Storage server {host} did not answer while opening '{redact_text(url)}'. Is the URL or endpoint_url right and the server up?") from exc
+        raise
