@@ -66,17 +66,28 @@ def test_sweep_reads_exactly_the_array_bytes(seaweed, s3_zarr, local_cluster, tm
     assert seaweed.secret_key not in path.read_text() and seaweed.access_key not in path.read_text()
 
 
-def test_failed_run_is_a_row_and_sweep_goes_on(seaweed, s3_zarr, local_cluster, bucket):
-    # copy a store, open it, then delete one chunk: runs fail with a clear message
-    fs = seaweed.filesystem()
-    fs.copy(s3_zarr[2].removeprefix("s3://"), f"{bucket}/copy.zarr", recursive=True)
-    src = throughput.open_source(f"s3://{bucket}/copy.zarr", "temp", storage_options=seaweed.storage_options)
-    fs.rm(f"{bucket}/copy.zarr/temp/0.0.0.0")
-    records = run_sweep(src, local_cluster, [1], repeats=2, retries=0)
-    # zarr fills a missing chunk with the fill value: the read succeeds, one chunk short of storage
-    assert all(r.status == "ok" for r in records)
-    bad = throughput.open_source("synthetic://x?shape=4,4&chunks=2,2", None)
-    assert bad.nchunks == 4
+def _explode(block, block_info=None):
+    if block_info[0]["chunk-location"] == (1, 0):
+        raise OSError("chunk (1, 0) unreadable")
+    return block
+
+
+def test_failed_run_is_a_row_and_sweep_goes_on(local_cluster, tmp_path):
+    import dask.array as da
+
+    good = throughput.open_source("synthetic://t?shape=4,4&chunks=2,2")
+    bad = throughput.Source(name="bad", format="synthetic", url="synthetic://bad", variable="t",
+                            array=da.ones((4, 4), chunks=2).map_blocks(_explode, dtype=float))
+    path = tmp_path / "rows.csv"
+    with ResultsFile(path) as results:
+        records = run_sweep(bad, local_cluster, [1, 2], repeats=1, retries=0, results=results)
+        records += run_sweep(good, local_cluster, [1], repeats=1, results=results)
+    assert [r.status for r in records] == ["error", "error", "ok"]
+    assert records[0].error == "OSError: chunk (1, 0) unreadable"
+    assert records[0].nworkers == 1 and records[1].nworkers == 2
+    rows = list(csv.DictReader(path.open()))
+    assert [row["status"] for row in rows] == ["error", "error", "ok"]
+    assert rows[0]["runtime"] == "nan" and rows[0]["error"] == "OSError: chunk (1, 0) unreadable"
 
 
 def test_synthetic_source_on_cluster(local_cluster):

@@ -1,0 +1,74 @@
+"""``throughput sweep`` and ``throughput demo``: measure, write rows, draw figures."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from . import cli
+from .common import err_console, execute_sweep, parse_options, parse_workers, show_records
+
+
+@cli.command()
+@click.argument("url")
+@click.option("--variable", "-v", help="Array to read (default: the only data array).")
+@click.option("--format", "format_", help="Source format (default: guessed from the URL).")
+@click.option("--name", help="Source name in the records (default: last part of the URL).")
+@click.option("--workers", "-w", default="1,2", show_default=True, help="Worker counts, comma-separated, any order.")
+@click.option("--repeats", "-r", default=3, show_default=True, type=int, help="Timed runs per worker count.")
+@click.option("--threads-per-worker", type=click.IntRange(1, 1024), help="Threads per worker (local clusters).")
+@click.option("--cluster", "cluster_kind", help="Cluster kind: local (default), gateway, jobqueue, address.")
+@click.option("--cluster-option", multiple=True, metavar="KEY=VALUE", help="Option for the cluster (repeatable).")
+@click.option("--storage-option", "-s", multiple=True, metavar="KEY=VALUE", help="Passed to fsspec (repeatable; dotted keys nest).")
+@click.option("--cloud", default="", help="Storage provider label for the records.")
+@click.option("--region", default="", help="Storage region label for the records.")
+@click.option("--out", "-o", default="results", show_default=True, help="Folder (or .csv file) for the results.")
+@click.option("--plot/--no-plot", default=True, show_default=True, help="Save the seed's three figures next to the CSV.")
+def sweep(url, variable, format_, name, workers, repeats, threads_per_worker, cluster_kind, cluster_option,
+          storage_option, cloud, region, out, plot):
+    """Sweep a cluster over worker counts reading URL into a null sink; write CSV rows."""
+    from ..clusters import open_cluster
+    from ..sources import open_source
+
+    counts = parse_workers(workers)
+    storage_options = parse_options(storage_option)
+    cluster_options = parse_options(cluster_option, "--cluster-option")
+    if threads_per_worker:
+        cluster_options["threads_per_worker"] = threads_per_worker
+    source = open_source(url, variable, format=format_, storage_options=storage_options, name=name)
+    with open_cluster(cluster_kind, **cluster_options) as cluster:
+        path, records = execute_sweep([source], cluster, counts, repeats, out, {"cloud": cloud, "region": region})
+    finish(path, records, plot)
+
+
+@cli.command()
+@click.option("--workers", "-w", default="1,2", show_default=True, help="Worker counts, comma-separated.")
+@click.option("--repeats", "-r", default=3, show_default=True, type=int, help="Timed runs per worker count.")
+@click.option("--out", "-o", default="results", show_default=True, help="Folder for the results and figures.")
+def demo(workers, repeats, out):
+    """Run the main job on the embedded default: local S3 server, LocalCluster, no credentials."""
+    from ..clusters import open_cluster
+    from ..embedded import embedded_sources
+
+    counts = parse_workers(workers)
+    with embedded_sources(status=lambda m: err_console.print(f"[dim]{m}[/dim]")) as sources:
+        with open_cluster("local") as cluster:
+            path, records = execute_sweep(list(sources.values()), cluster, counts, repeats, out,
+                                          {"cloud": "local", "region": "127.0.0.1"})
+    finish(path, records, plot=True)
+
+
+def finish(path: Path, records: list, plot: bool) -> None:
+    """Print the table, draw the figures, and fail the exit code if every run failed."""
+    show_records(records)
+    if plot and any(r.status == "ok" for r in records):
+        from ..report import load_results, scaling_figures
+
+        for figure in scaling_figures(load_results(path), path.parent, stem=path.stem):
+            err_console.print(f"figure: {figure}")
+    failed = sum(r.status != "ok" for r in records)
+    if failed:
+        err_console.print(f"{failed} of {len(records)} run(s) failed; see the 'error' column of {path}")
+        if failed == len(records):
+            raise SystemExit(1)
