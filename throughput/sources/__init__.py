@@ -21,6 +21,7 @@ from ..redact import redact_options, redact_url
 SOURCE_KINDS: dict[str, str] = {
     "zarr": "throughput.sources.zarr:open_zarr",
     "synthetic": "throughput.sources.synthetic:open_synthetic",
+    "opendap": "throughput.sources.opendap:open_opendap",
 }
 
 
@@ -108,11 +109,12 @@ def guess_format(url: str) -> str:
     lower = url.lower().split("?")[0].rstrip("/")
     if lower.startswith("synthetic:"):
         return "synthetic"
+    # before file suffixes: an OPeNDAP URL often ends in .nc (THREDDS serves files under /dodsC/)
+    if lower.startswith(("dap2://", "dap4://")) or "/dodsc/" in lower:
+        return "opendap"
     for kind, suffixes in {"netcdf": (".nc", ".nc4", ".h5", ".hdf5", ".he5", ".cdf")}.items():
         if lower.endswith(suffixes) and kind in SOURCE_KINDS:
             return kind
-    if lower.startswith(("dap2://", "dap4://")) and "opendap" in SOURCE_KINDS:
-        return "opendap"
     return "zarr"
 
 
