@@ -76,7 +76,7 @@ def request_chunks(shape: tuple[int, ...], itemsize: int, limit: int,
     rows of the next one as fit (at least one).
 
     >>> request_chunks((12, 20, 270, 360), 4, 50_000_000)
-    (1, 20, 270, 360)
+    (6, 20, 270, 360)
     >>> request_chunks((12, 20, 270, 360), 4, 5_000_000, natural=(1, 5, 270, 360))
     (1, 5, 270, 360)
     >>> request_chunks((100, 1000), 8, 16_000)
@@ -129,7 +129,9 @@ def _open_dataset(url: str, protocol: str, storage_options: dict[str, Any]):
             f"OPeNDAP server {host} did not answer while opening '{redact_url(url)}'. "
             "Is the URL right and the server up?") from None
     except requests.HTTPError as exc:
-        status = exc.response.status_code if exc.response is not None else "?"
+        # pydap re-raises requests' HTTPError without the response; the original is the cause
+        response = exc.response if exc.response is not None else getattr(exc.__cause__, "response", None)
+        status = response.status_code if response is not None else "?"
         if status in (401, 403):
             raise SourceNotFoundError(f"Access denied (HTTP {status}) to '{redact_url(url)}'. "
                                       "Give a token in storage_options.") from None
