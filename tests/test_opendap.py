@@ -10,7 +10,12 @@ import pytest
 import requests
 
 import throughput
-from throughput.errors import SourceNotFoundError, StorageUnreachableError, UsageError, VariableNotFoundError
+from throughput.errors import (
+    SourceNotFoundError,
+    StorageUnreachableError,
+    UsageError,
+    VariableNotFoundError,
+)
 from throughput.servers import free_port
 from throughput.servers.opendap import OpendapServer, write_netcdf
 from throughput.sources import guess_format
