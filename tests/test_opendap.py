@@ -45,11 +45,12 @@ def opendap(netcdf_file):
     (slice(1, 3), slice(0, 10, 3), slice(None), slice(35, 36)),
     (slice(None), slice(9, 10), slice(26, 27), slice(0, 36, 7)),
 ])
-def test_server_subset_equals_numpy_slice(opendap, small_dataset, index):
+@pytest.mark.parametrize("protocol", ["dap2", "dap4"])
+def test_server_subset_equals_numpy_slice(opendap, small_dataset, index, protocol):
     """A sliced request comes back whole and exact (pydap's NetCDF handler truncates it)."""
     from pydap.client import open_url
 
-    remote = open_url(opendap.url(), protocol="dap2")
+    remote = open_url(opendap.url(), protocol=protocol)
     got = np.asarray(remote["temp"][index].data)
     want = small_dataset.temp.values[index]
     np.testing.assert_array_equal(got.reshape(want.shape), want)
@@ -65,6 +66,26 @@ def test_server_dods_response_is_whole_and_exact(opendap, small_dataset):
     want = small_dataset.temp.values[1:3, 2:7, 3:20:2, 5:30]
     assert np.frombuffer(data[:8], ">u4").tolist() == [want.size, want.size]
     np.testing.assert_array_equal(np.frombuffer(data[8:], ">f4").reshape(want.shape), want)
+
+
+def test_server_dap4_response(opendap, small_dataset):
+    """DAP4 data: the subset's DMR in a first chunk, then little-endian values and their CRC32."""
+    import zlib
+
+    r = requests.get(opendap.url() + ".dap?dap4.ce=/temp[2][0:2:9][0:1:26][3:1:3]&dap4.checksum=true", timeout=30)
+    assert r.status_code == 200 and int(r.headers["Content-Length"]) == len(r.content)
+    header = int(np.frombuffer(r.content[:4], ">u4")[0])
+    dmr = r.content[4:4 + (header & 0xFFFFFF)]
+    assert header >> 24 == 0x04 and b'<Float32 name="temp"><Dim size="1"/><Dim size="5"/><Dim size="27"/><Dim size="1"/>' in dmr
+    rest = r.content[4 + len(dmr):]
+    header = int(np.frombuffer(rest[:4], ">u4")[0])
+    assert header >> 24 == 0x05 and (header & 0xFFFFFF) == len(rest) - 4  # last chunk, little-endian
+    want = small_dataset.temp.values[2:3, 0:10:2, :, 3:4]
+    values = rest[4:-4]
+    np.testing.assert_array_equal(np.frombuffer(values, "<f4").reshape(want.shape), want)
+    assert int(np.frombuffer(rest[-4:], "<u4")[0]) == zlib.crc32(values)
+    bad = requests.get(opendap.url() + ".dap?dap4.ce=/salt", timeout=30)
+    assert bad.status_code == 400 and "salt" in bad.text
 
 
 def test_server_metadata_and_unknown_dataset(opendap):
@@ -85,9 +106,11 @@ def test_opendap_source_geometry(opendap):
     assert src.dims == ("time", "st_ocean", "yt_ocean", "xt_ocean")
 
 
-def test_one_request_per_chunk_and_exact_values(opendap, small_dataset):
-    src = throughput.open_source(opendap.url(), "temp", format="opendap", request_bytes=4_000)
+@pytest.mark.parametrize("protocol", ["dap2", "dap4"])
+def test_one_request_per_chunk_and_exact_values(opendap, small_dataset, protocol):
+    src = throughput.open_source(opendap.url(), "temp", format="opendap", request_bytes=4_000, protocol=protocol)
     assert src.chunks == (1, 1, 27, 36) and src.options["chunked_by"] == "request_bytes"
+    assert src.options["protocol"] == protocol
     before = opendap.data_requests
     values = src.array.compute(scheduler="threads")
     assert opendap.data_requests - before == src.nchunks == 40
@@ -106,9 +129,10 @@ def test_lazy_array_survives_pickle(opendap, small_dataset):
     np.testing.assert_array_equal(again[3].compute(scheduler="sync"), small_dataset.temp.values[3])
 
 
-def test_sweep_reads_exactly_the_array_bytes(opendap, local_cluster):
+@pytest.mark.parametrize("protocol", ["dap2", "dap4"])
+def test_sweep_reads_exactly_the_array_bytes(opendap, local_cluster, protocol):
     """End to end on a LocalCluster with worker processes, through the null sink."""
-    src = throughput.open_source(opendap.url(), "temp", format="opendap", name="local-opendap")
+    src = throughput.open_source(opendap.url(), "temp", format="opendap", name="local-opendap", protocol=protocol)
     before = opendap.data_requests
     records = run_sweep(src, local_cluster, [2, 1], repeats=1, labels={"cloud": "local", "region": "loopback"})
     assert [r.nworkers for r in records] == [2, 1]
@@ -117,7 +141,7 @@ def test_sweep_reads_exactly_the_array_bytes(opendap, local_cluster):
         assert r.bytes_received == NBYTES == r.nbytes
         assert r.format == "opendap" and r.storage_library.startswith("pydap ")
         assert r.chunksize == CHUNK_BYTES and r.nchunks == 8
-        assert '"protocol": "dap2"' in r.options
+        assert f'"protocol": "{protocol}"' in r.options
     assert opendap.data_requests - before == 2 * 8
 
 

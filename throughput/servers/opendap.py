@@ -13,11 +13,13 @@ Here each variable of the file is a :class:`H5NetCDFArray` that reads exactly th
 slice asked for with h5netcdf (h5py), and pydap's ``BaseHandler`` (the generic
 handler every pydap handler builds on) turns it into DDS, DAS and DODS responses. The
 dataset also carries the file's chunk shape as ``_ChunkSizes`` (as THREDDS does), so
-clients can align their requests with it.
+clients can align their requests with it. DAP4 data requests (``.dap?dap4.ce=...``)
+are answered by :func:`dap4_data_response`, so both protocols can be measured.
 """
 
 from __future__ import annotations
 
+import re
 import threading
 from collections.abc import Iterable
 from pathlib import Path
@@ -98,6 +100,73 @@ def netcdf_dataset(path: Path):
     return dataset
 
 
+#: numpy dtype kind+size -> DAP4 atomic type
+DAP4_TYPES = {"f4": "Float32", "f8": "Float64", "i1": "Int8", "u1": "UInt8", "i2": "Int16", "u2": "UInt16",
+              "i4": "Int32", "u4": "UInt32", "i8": "Int64", "u8": "UInt64"}
+_HYPERSLAB = re.compile(r"\[(\d+)(?::(\d+))?(?::(\d+))?\]")
+_CHUNK = 1 << 23  # DAP4 chunk lengths have 24 bits; 8 MiB chunks stay well inside
+
+
+def parse_dap4_ce(ce: str) -> list[tuple[str, tuple[slice, ...]]]:
+    """``"/temp[0:1:0][0:1:4];/time"`` -> ``[("temp", (slice(0, 1), slice(0, 5))), ("time", ())]``.
+
+    A hyperslab is ``[start:stride:stop]`` with an inclusive stop (``[i]`` and
+    ``[start:stop]`` too), as pydap and the DAP4 specification write them.
+    """
+    projections = []
+    for part in filter(None, (p.strip() for p in ce.split(";"))):
+        name = part.split("[", 1)[0].strip().lstrip("/")
+        slices = []
+        for start, second, third in _HYPERSLAB.findall(part[len(part.split("[", 1)[0]):]):
+            if third:  # start:stride:stop
+                slices.append(slice(int(start), int(third) + 1, int(second)))
+            elif second:  # start:stop
+                slices.append(slice(int(start), int(second) + 1))
+            else:  # one index, keeping its axis
+                slices.append(slice(int(start), int(start) + 1))
+        projections.append((name, tuple(slices)))
+    return projections
+
+
+def dap4_data_response(dataset, ce: str, checksums: bool) -> bytes:
+    """A DAP4 data response (``.dap``): the DMR of the subset, then its values in chunks.
+
+    Each chunk starts with a big-endian 32-bit header: flags in the top byte (0x04
+    little-endian data, 0x01 last chunk) and the length in the low 24 bits. Each
+    variable's little-endian values are followed by their CRC32 when checksums are
+    asked for.
+    """
+    import zlib
+    from xml.sax.saxutils import quoteattr
+
+    from pydap.model import BaseType
+
+    projections = parse_dap4_ce(ce) or [(v.name, ()) for v in dataset.children() if isinstance(v, BaseType)]
+    declarations, payload = [], bytearray()
+    for name, slices in projections:
+        if name not in dataset.keys():
+            raise KeyError(name)
+        var = dataset[name]
+        index = tuple(slice(s.start, min(s.stop, n), s.step) for s, n in zip(slices, var.shape))
+        data = np.asarray(var.data[index + (slice(None),) * (len(var.shape) - len(index))])
+        data = np.ascontiguousarray(data, dtype=data.dtype.newbyteorder("<"))
+        dap_type = DAP4_TYPES[f"{data.dtype.kind}{data.dtype.itemsize}"]
+        dims = "".join(f'<Dim size="{n}"/>' for n in data.shape)
+        declarations.append(f"<{dap_type} name={quoteattr(name)}>{dims}</{dap_type}>")
+        payload += data.tobytes()
+        if checksums:
+            payload += np.array([zlib.crc32(data.tobytes())], dtype="<u4").tobytes()
+    dmr = ('<?xml version="1.0" encoding="UTF-8"?>\n<Dataset xmlns="http://xml.opendap.org/ns/DAP/4.0#" '
+           f'dapVersion="4.0" dmrVersion="1.0" name={quoteattr(dataset.name)}>'
+           + "".join(declarations) + "</Dataset>\r\n").encode()
+
+    def chunk(body: bytes, last: bool) -> bytes:
+        return np.array([(0x04 | (0x01 if last else 0)) << 24 | len(body)], dtype=">u4").tobytes() + body
+
+    pieces = [bytes(payload[i:i + _CHUNK]) for i in range(0, len(payload), _CHUNK)] or [b""]
+    return chunk(dmr, False) + b"".join(chunk(p, i == len(pieces) - 1) for i, p in enumerate(pieces))
+
+
 class OpendapApp:
     """WSGI app: ``/<file name>.<dds|das|dods|...>`` served by pydap's ``BaseHandler``.
 
@@ -119,10 +188,27 @@ class OpendapApp:
         if handler is None:
             start_response("404 Not Found", [("Content-Type", "text/plain")])
             return [f"No dataset '{name}' here. Datasets: {sorted(self.handlers)}\n".encode()]
-        if response == "dods":
+        if response in ("dods", "dap"):
             with self._lock:
                 self.data_requests += 1
+        if response == "dap":  # DAP4 data: pydap's server has no response for it
+            return self._dap4(handler.dataset, environ, start_response)
         return handler(environ, start_response)
+
+    @staticmethod
+    def _dap4(dataset, environ, start_response):
+        from urllib.parse import parse_qs
+
+        query = parse_qs(environ.get("QUERY_STRING", ""))
+        ce = query.get("dap4.ce", [""])[0]
+        try:
+            body = dap4_data_response(dataset, ce, query.get("dap4.checksum", ["false"])[0] == "true")
+        except (KeyError, ValueError, IndexError) as exc:
+            start_response("400 Bad Request", [("Content-Type", "text/plain")])
+            return [f"Bad DAP4 constraint '{ce}': {exc!r}\n".encode()]
+        start_response("200 OK", [("Content-Type", "application/vnd.opendap.dap4.data"),
+                                  ("Content-Length", str(len(body)))])
+        return [body]
 
 
 class OpendapServer:
