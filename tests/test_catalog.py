@@ -145,6 +145,9 @@ def test_cli_lists_sizes_when_asked(opendap, capsys):
     ("sources:\n  a: [1, 2\n", r"is not valid YAML \(line 3, column 1\)"),
     ("- just\n- a list\n", r"is not an intake catalog: it needs a 'sources:' mapping of entries \(found list\)"),
     ("metadata:\n  version: 1\n", r"is not an intake catalog: it needs a 'sources:' mapping of entries \(found \['metadata'\]\)"),
+    ("sources:\n  a: 3\n", r"is not a usable intake catalog: .*value of key 'a' must be a dictionary"),
+    ("sources:\n  a:\n    driver: [throughput.catalog.ArraySource]\n    args: {path: x}\n",
+     r"Entry 'a' of '.*bad.yaml': ArraySource.__init__\(\) missing 1 required positional argument: 'urlpath'"),
 ])
 def test_cli_bad_catalog_files(tmp_path, capsys, text, message):
     path = tmp_path / "bad.yaml"

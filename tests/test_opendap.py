@@ -145,6 +145,14 @@ def test_sweep_reads_exactly_the_array_bytes(opendap, local_cluster, protocol):
     assert opendap.data_requests - before == 2 * 8
 
 
+def test_token_never_reaches_the_source_record(opendap, local_cluster):
+    src = throughput.open_source(opendap.url(), "temp", format="opendap",
+                                 storage_options={"token": "s3cr3t-bearer-token", "timeout": 30})
+    assert src.options["storage_options"] == {"token": "***", "timeout": 30}
+    record = run_sweep(src, local_cluster, [1], repeats=1)[0]
+    assert record.status == "ok" and "s3cr3t" not in repr(record)
+
+
 def test_missing_variable_lists_variables(opendap):
     with pytest.raises(VariableNotFoundError, match=r"'salt' not found .* Variables: \[.*'temp'"):
         throughput.open_source(opendap.url(), "salt", format="opendap")

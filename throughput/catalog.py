@@ -243,7 +243,8 @@ def load_catalog(uri: str, storage_options: dict[str, Any] | None = None):
     try:
         return intake.open_catalog(uri, **kwargs)
     except Exception as exc:  # noqa: BLE001  intake's own validation (bad entry layout, duplicate keys, ...)
-        raise CatalogError(f"'{redact_text(uri)}' is not a usable intake catalog: {redact_text(str(exc)).splitlines()[0]}") from None
+        detail = "; ".join(line.strip(" -:") for line in redact_text(str(exc)).splitlines() if line.strip())
+        raise CatalogError(f"'{redact_text(uri)}' is not a usable intake catalog: {detail}") from None
 
 
 @contextlib.contextmanager
@@ -287,7 +288,7 @@ def catalog_entry(cat, name: str, uri: str, **params: Any) -> CatalogEntry:
     try:
         with _quiet_intake():
             source = raw.get(**params)
-    except ValueError as exc:  # intake's message for a bad parameter value
+    except (ValueError, TypeError) as exc:  # a bad parameter value, or args the driver does not take
         raise CatalogError(f"Entry '{name}' of '{redact_text(uri)}': {redact_text(str(exc)).splitlines()[0]}") from None
     entry = entry_from_source(source, uri, name, desc.get("description") or "")
     missing = _missing_parameters(desc, params) or (() if entry.url else ("an urlpath",))
