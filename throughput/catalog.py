@@ -87,18 +87,20 @@ class CatalogEntry:
         return {"cloud": self.cloud, "region": self.region}
 
     def open(self, variable: str | None = None, *, format: str | None = None,
-             storage_options: dict[str, Any] | None = None, name: str | None = None) -> Source:
+             storage_options: dict[str, Any] | None = None, name: str | None = None,
+             **options: Any) -> Source:
         """Open the entry as a lazy :class:`~throughput.sources.Source` (reads metadata only).
 
-        Arguments override the catalog's; ``storage_options`` are merged over the entry's.
+        Arguments override the catalog's; ``storage_options`` and kind ``options`` are
+        merged over the entry's.
         """
         if self.missing:
             msg = (f"Catalog entry '{self.name}' of '{redact_text(self.catalog)}' needs "
                    f"{', '.join(self.missing)}: its location depends on them.")
             raise CatalogError(msg)
-        options = {**self.storage_options, **(storage_options or {})}
+        merged = {**self.storage_options, **(storage_options or {})}
         return open_source(self.url, variable or self.variable, format=format or self.format,
-                           storage_options=options, name=name or self.name, **self.options)
+                           storage_options=merged, name=name or self.name, **{**self.options, **options})
 
     def describe(self) -> dict[str, Any]:
         """Plain values for listings (storage options with secrets masked)."""
