@@ -228,8 +228,8 @@ def open_opendap(
     var = ds[variable].variable
     # same metadata, data behind pydap's own (picklable) request proxy
     var = xr.Variable(var.dims, indexing.LazilyIndexedArray(DapRequestArray(dataset[variable].data)), var.attrs)
-    natural = var.attrs.get("_ChunkSizes")
-    natural = tuple(int(c) for c in ([natural] if isinstance(natural, (int, float)) else natural or ()))
+    natural = var.attrs.get("_ChunkSizes")  # a number, a list or an array, as servers publish it
+    natural = tuple(int(c) for c in np.atleast_1d(natural).tolist()) if natural is not None else ()
     if chunks is None:
         chunks = request_chunks(var.shape, var.dtype.itemsize, limit, natural or None)
         chunked_by = "_ChunkSizes" if chunks == tuple(min(c, s) for c, s in zip(natural, var.shape)) else "request_bytes"
