@@ -22,6 +22,7 @@ import html
 import io
 import math
 import os
+import sys
 from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
@@ -237,7 +238,10 @@ def _plotting():
     try:
         import matplotlib
 
-        matplotlib.use("Agg")  # files, never a window: reports run on servers and in CI
+        if "matplotlib.pyplot" not in sys.modules and not os.environ.get("MPLBACKEND"):
+            # files, never a window, from scripts and the CLI; a notebook's own backend
+            # (Jupyter sets MPLBACKEND to its inline one) is left alone so figures show
+            matplotlib.use("Agg")
         import matplotlib.pyplot as plt
         import seaborn as sns
     except ImportError as exc:
@@ -247,7 +251,7 @@ def _plotting():
 
 def _set_scale(ax, axis: str, values: Iterable[float], from_zero: bool) -> None:
     """A log axis when the values span a wide range (several sources), else linear from 0."""
-    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+    from matplotlib.ticker import FuncFormatter, LogLocator, MaxNLocator, NullFormatter
 
     values = [v for v in values if v is not None and math.isfinite(v)]
     positive = [v for v in values if v > 0]
@@ -263,6 +267,9 @@ def _set_scale(ax, axis: str, values: Iterable[float], from_zero: bool) -> None:
         ax.set_xlim(left=0)
     elif from_zero:
         ax.set_ylim(bottom=0)
+    if not wide and values and all(float(v).is_integer() for v in values):
+        # counts of cores or threads: no ticks at 0.25 of a core
+        getattr(ax, f"{axis}axis").set_major_locator(MaxNLocator(integer=True))
 
 
 def _palette(sources: list[str]) -> dict[str, Any]:
