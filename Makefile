@@ -25,6 +25,9 @@ test: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_ceiling.py
 
+notebooks: $(STAMP)
+	$(BIN)/python -m pytest tests/test_notebooks.py $(PYTEST_ARGS)
+
 lint: $(STAMP)
 	$(BIN)/ruff check throughput tests benchmarks
 
