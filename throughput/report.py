@@ -358,7 +358,7 @@ def draw_figures(results: pd.DataFrame, which: Iterable[str] = FIGURES) -> dict[
 def _panels(ok, pts, sources, palette, markers, plt) -> Figure:
     ncols = min(4, len(sources))
     nrows = math.ceil(len(sources) / ncols)
-    fig, axes = plt.subplots(nrows=nrows, ncols=ncols, figsize=(3.9 * ncols + 0.6, 3.3 * nrows + 0.5),
+    fig, axes = plt.subplots(nrows=nrows, ncols=ncols, figsize=(max(6.4, 3.9 * ncols + 0.6), 3.3 * nrows + 0.8),
                              sharex=True, sharey=True, squeeze=False)
     for ax, source in zip(axes.flat, sources):
         ax.scatter(ok["ncores"], ok["throughput_MBps"], s=10, color="0.82", linewidth=0, zorder=0)
@@ -373,7 +373,7 @@ def _panels(ok, pts, sources, palette, markers, plt) -> Figure:
     _set_scale(axes.flat[0], "y", ok["throughput_MBps"], from_zero=True)
     fig.supxlabel(CORES_LABEL)
     fig.supylabel(THROUGHPUT_LABEL)
-    fig.suptitle("Throughput vs cores, one panel per source, shared scales (grey: the other sources)",
+    fig.suptitle("Throughput vs cores, one panel per source\n(shared scales; grey: the other sources)",
                  fontsize="medium")
     fig.tight_layout()
     return fig
@@ -479,8 +479,8 @@ def render_html(results: pd.DataFrame, title: str = "throughput report",
          f'{len(pts)} point(s) of {results["source"].nunique()} source(s); {len(failed)} failed run(s). '
          f'Made {datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")} by throughput. '
          "Throughput is <code>nbytes / 10⁶ / runtime</code> (MB/s), as in the seed study; each point is "
-         "the median of its repeats (same source, workers and threads), bars and IQR its interquartile "
-         "range.</p>"),
+         "the median of its repeats (same source, workers and threads); the bars, and the IQR column, give "
+         "their interquartile range.</p>"),
         "<h2>Figures</h2>",
     ]
     for name, fig in figures.items():
