@@ -13,6 +13,7 @@ from throughput import report
 from throughput.cli import main
 from throughput.errors import ArchiveError, UsageError
 from throughput.records import COLUMNS
+from throughput.servers import free_port
 
 PUBLISHED = Path(__file__).resolve().parents[1] / "results" / "published"
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
@@ -227,3 +228,9 @@ def test_cli_report_errors(tmp_path, capsys):
     assert err.strip().splitlines() == [f"throughput: error: Results file '{tmp_path / 'missing.csv'}' does not exist."]
     assert main(["report"]) == 2
     assert "Missing argument 'RESULTS...'" in capsys.readouterr().err
+    # an unreachable archive: one line, credentials of the URL never shown
+    port = free_port()
+    assert main(["report", f"http://alice:s3cret@127.0.0.1:{port}/results/run.csv", "-o", str(tmp_path / "r.html")]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith(f"throughput: error: Cannot read results from 'http://127.0.0.1:{port}/results/run.csv': ")
+    assert len(err.strip().splitlines()) == 1 and "s3cret" not in err and "alice" not in err

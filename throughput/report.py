@@ -32,7 +32,7 @@ import pandas as pd
 
 from .errors import ArchiveError, UsageError, missing_dependency
 from .records import throughput_mbps
-from .redact import redact_url
+from .redact import redact_text, redact_url
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -85,6 +85,9 @@ def _read_csv(name: str, storage_options: dict | None) -> pd.DataFrame:
         raise ArchiveError(f"Results file '{shown}' does not exist.") from None
     except (pd.errors.ParserError, UnicodeDecodeError, pd.errors.EmptyDataError) as exc:
         raise ArchiveError(f"'{shown}' is not a CSV results file: {str(exc).splitlines()[0]}") from None
+    except OSError as exc:  # unreachable server, permission denied, ...
+        detail = redact_text(str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__)
+        raise ArchiveError(f"Cannot read results from '{shown}': {detail}") from None
 
 
 def load_results(
