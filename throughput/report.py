@@ -203,6 +203,8 @@ def points(results: pd.DataFrame) -> pd.DataFrame:
     table = table.reset_index()
     for column in ("nworkers", "nthreads", "repeats"):
         table[column] = table[column].astype(int)
+    if table["ncores"].notna().all() and (table["ncores"] % 1 == 0).all():
+        table["ncores"] = table["ncores"].astype(int)
     return table.sort_values(["source", "nthreads", "nworkers"], ignore_index=True)
 
 
