@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import time
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -51,9 +52,19 @@ def one_line(exc: BaseException, secrets: set[str] = frozenset()) -> str:
     return redact_text(message, secrets)[:500]
 
 
-def _sum_workers(results: dict) -> dict[str, int]:
+def _process() -> int:
+    return os.getpid()
+
+
+def _sum_workers(results: dict, processes: dict | None = None) -> dict[str, int]:
     total = {"bytes": 0, "chunks": 0}
-    for value in results.values():
+    seen = set()
+    for worker, value in results.items():
+        # workers that are threads of one process (processes=False) share that process's sink count
+        process = (worker.rsplit(":", 1)[0], (processes or {}).get(worker, worker))
+        if process in seen:
+            continue
+        seen.add(process)
         if isinstance(value, dict):
             total["bytes"] += value["bytes"]
             total["chunks"] += value["chunks"]
@@ -74,7 +85,8 @@ def timed_read(cluster: Cluster, source: Source, workers: list[str] | None, retr
     future.result()
     runtime = time.perf_counter() - start
     del future
-    return runtime, _sum_workers(client.run(received, workers=workers, on_error="return"))
+    processes = client.run(_process, workers=workers, on_error="return")
+    return runtime, _sum_workers(client.run(received, workers=workers, on_error="return"), processes)
 
 
 def sweep(
@@ -113,7 +125,7 @@ def sweep(
     workers = check_workers(workers)
     repeats = check_repeats(config.get("sweep.repeats", 3) if repeats is None else repeats)
     retries = config.get("sweep.retries", 5) if retries is None else retries
-    timeout = config.get("cluster.wait-timeout", 120) if timeout is None else timeout
+    timeout = cluster.wait_timeout if timeout is None else timeout
     labels = dict(labels or {})
     tags = labels.pop("tags", "")
     if isinstance(tags, dict):

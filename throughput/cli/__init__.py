@@ -40,6 +40,7 @@ def cli(ctx: click.Context, debug: bool) -> None:
 
 # command modules register themselves on `cli` when imported
 from . import catalogs as _catalogs  # noqa: E402,F401
+from . import clusters as _clusters  # noqa: E402,F401
 from . import report as _report  # noqa: E402,F401
 from . import sweep as _sweep  # noqa: E402,F401
 

@@ -38,8 +38,8 @@ def parse_options(pairs: tuple[str, ...], flag: str = "--storage-option") -> dic
             parsed = yaml.safe_load(value) if value else ""
         except yaml.YAMLError:
             parsed = value
-        if not isinstance(parsed, (str, int, float, bool)) or parsed is None:
-            parsed = value
+        if not isinstance(parsed, (str, int, float, bool)) or parsed is None or ":" in value:
+            parsed = value  # ":" keeps times (walltime=10:30:00) and addresses as written, not YAML base 60
         node = options
         *parents, leaf = key.strip().split(".")
         for parent in parents:

@@ -19,7 +19,9 @@ from .common import err_console, execute_sweep, parse_options, parse_workers, sh
 @click.option("--repeats", "-r", default=3, show_default=True, type=int, help="Timed runs per worker count.")
 @click.option("--threads-per-worker", type=click.IntRange(1, 1024), help="Threads per worker (local clusters).")
 @click.option("--cluster", "cluster_kind", help="Cluster kind: local (default), gateway, jobqueue, address.")
-@click.option("--cluster-option", multiple=True, metavar="KEY=VALUE", help="Option for the cluster (repeatable).")
+@click.option("--cluster-option", multiple=True, metavar="KEY=VALUE",
+              help="Option for the cluster (repeatable): address=..., auth=basic, class=SLURMCluster, cores=4, "
+                   "wait_timeout=60 ... (see README).")
 @click.option("--storage-option", "-s", multiple=True, metavar="KEY=VALUE", help="Passed to fsspec (repeatable; dotted keys nest).")
 @click.option("--cloud", default="", help="Storage provider label for the records.")
 @click.option("--region", default="", help="Storage region label for the records.")
