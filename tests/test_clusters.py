@@ -90,13 +90,20 @@ def test_gateway_new_cluster_scales_and_sweeps_zarr(gateway_server, seaweed, s3_
     assert gateway_server.clusters(status="pending,running") == {}  # shut down on the gateway
 
 
-def test_gateway_cluster_is_shut_down_on_ctrl_c(gateway_server):
+def test_gateway_worker_limit_is_noted_and_ctrl_c_shuts_down(gateway_server):
     src = throughput.open_source(SYNTHETIC)
-    provider = open_cluster("gateway", **gateway_server.cluster_options)
+    provider = open_cluster("gateway", **gateway_server.cluster_options, max_workers=1, wait_timeout=300)
     interrupt = Interrupt(provider)
     with pytest.raises(KeyboardInterrupt), provider as cluster:
         name = cluster.cluster_name
         assert gateway_server.clusters(status="pending,running") == {name: "running"}
+        # this cluster may have 1 worker: the point runs with 1, says why, and does not wait 300 s
+        (row,) = run_sweep(src, cluster, [2], repeats=1)
+        assert (row.requested_workers, row.nworkers, row.status) == (2, 1, "ok")
+        assert row.note == ("the gateway allows 1 of 2 workers (Scale request of 2 workers would exceed "
+                            "resource limit of 1 workers. Scaling to 1 instead.)")
+        assert row.scale_seconds < 300 and row.bytes_received == SYNTHETIC_BYTES
+        # Ctrl-C before the next run
         run_sweep(src, cluster, [1], repeats=1, on_start=interrupt)
     assert len(interrupt.pids) == 1 and provider.client is None
     assert name not in gateway_server.clusters(status="pending,running")

@@ -145,7 +145,7 @@ def sweep(
         cluster.scale(n)
         present = cluster.wait_for_workers(n, timeout)
         scale_seconds = time.perf_counter() - began
-        short = f"only {present} of {n} workers arrived within {timeout:g} s" if present < n else ""
+        short = cluster.shortfall(n, present, timeout) if present < n else ""
         use = cluster.workers_for(n)
         for r in range(repeats):
             if skip is not None and skip(n, r):

@@ -89,6 +89,10 @@ class Cluster:
         """
         return self._wait_for(lambda count: count == n, timeout)
 
+    def shortfall(self, n: int, present: int, timeout: float) -> str:
+        """The record's note when only ``present`` of ``n`` workers were there after the wait."""
+        return f"only {present} of {n} workers arrived within {timeout:g} s"
+
     def _wait_for(self, done: Callable[[int], bool], timeout: float) -> int:
         client = self.start()
         deadline = time.monotonic() + timeout

@@ -7,6 +7,8 @@ a hub ``open_cluster("gateway")`` needs nothing else, as ``Gateway()`` did in th
 
 from __future__ import annotations
 
+import re
+import warnings
 from typing import Any
 
 from distributed import Client
@@ -78,6 +80,8 @@ class GatewayProvider(Cluster):
         self.secrets = {password} if password else set()
         self.cluster_options = {**(_setting("cluster-options") or {}), **(cluster_options or {}), **options}
         self.cluster_name: str | None = None
+        #: (workers, the gateway's message) when the last scale asked for more than it allows
+        self.limit: tuple[int, str] | None = None
         self._gateway: dask_gateway.Gateway | None = None
         self._cluster: dask_gateway.GatewayCluster | None = None
 
@@ -97,8 +101,27 @@ class GatewayProvider(Cluster):
             raise ClusterError(f"Could not start a dask-gateway cluster at {where}: {message}") from None
 
     def scale(self, n: int) -> None:
+        """Ask for ``n`` workers; a gateway's worker limit is noted, not waited out."""
         self.start()
-        self._cluster.scale(n)
+        self.limit = None
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", dask_gateway.GatewayWarning)
+            self._cluster.scale(n)
+        for warning in caught:
+            capped = re.search(r"Scaling to (\d+) instead", str(warning.message))
+            if issubclass(warning.category, dask_gateway.GatewayWarning) and capped:
+                self.limit = (int(capped.group(1)), str(warning.message))
+            else:
+                warnings.warn(warning.message, warning.category, stacklevel=2)
+
+    def wait_for_workers(self, n: int, timeout: float) -> int:
+        target = min(n, self.limit[0]) if self.limit else n
+        return self._wait_for(lambda count: count == target, timeout)
+
+    def shortfall(self, n: int, present: int, timeout: float) -> str:
+        if self.limit and present == self.limit[0]:
+            return f"the gateway allows {present} of {n} workers ({self.limit[1]})"
+        return super().shortfall(n, present, timeout)
 
     def close(self) -> None:
         """Close our client, shut the cluster down on the gateway, close the gateway client."""

@@ -40,14 +40,15 @@ c.LocalBackend.clusters_directory = {clusters_dir!r}
 c.ClusterConfig.scheduler_cmd = [{dask!r}, "scheduler"]
 c.ClusterConfig.worker_cmd = [{dask!r}, "worker"]
 c.ClusterConfig.worker_memory = {worker_memory!r}
-c.ClusterConfig.cluster_max_workers = {max_workers}
 
 def _options_handler(options):
-    return {{"worker_cores": options.worker_threads, "worker_threads": options.worker_threads}}
+    return {{"worker_cores": options.worker_threads, "worker_threads": options.worker_threads,
+            "cluster_max_workers": options.max_workers}}
 
-# one user-facing cluster option, as hubs offer a few
+# user-facing cluster options, as hubs offer a few
 c.Backend.cluster_options = Options(
     Integer("worker_threads", default=1, min=1, max=8, label="Threads per worker"),
+    Integer("max_workers", default={max_workers}, min=1, max={max_workers}, label="Most workers"),
     handler=_options_handler,
 )
 """
@@ -63,7 +64,7 @@ class GatewayServer:
     worker_memory
         Memory limit of each worker, as dask-gateway writes it (``"1 G"``).
     max_workers
-        Most workers one cluster may have.
+        Most workers one cluster may have (a cluster option lowers it per cluster).
     start_timeout
         Seconds to wait for the API to answer.
     """

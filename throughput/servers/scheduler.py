@@ -108,20 +108,18 @@ class SchedulerProcesses:
             ids = client.run_on_scheduler(lambda dask_scheduler: list(dask_scheduler.clients))
             return sorted(i for i in ids if i != client.id and i != "fire-and-forget")
 
-    def stop(self, timeout: float = 10) -> None:
-        """SIGTERM every process (workers first), SIGKILL what is left after ``timeout`` seconds."""
-        for process in reversed(self.processes):
-            if process.poll() is None:
+    def stop(self, timeout: float = 5) -> None:
+        """SIGTERM the workers, then the scheduler; SIGKILL what has not exited after ``timeout`` seconds."""
+        workers, scheduler = self.processes[1:], self.processes[:1]
+        for group in (workers, scheduler):  # workers first, so none waits on a scheduler that is gone
+            for process in group:
+                _signal(process, signal.SIGTERM)
+            for process in group:
                 try:
-                    os.killpg(process.pid, signal.SIGTERM)
-                except ProcessLookupError:
-                    pass
-        for process in reversed(self.processes):
-            try:
-                process.wait(timeout)
-            except subprocess.TimeoutExpired:
-                os.killpg(process.pid, signal.SIGKILL)
-                process.wait(5)
+                    process.wait(timeout)
+                except subprocess.TimeoutExpired:
+                    _signal(process, signal.SIGKILL)
+                    process.wait(5)
         self.processes = []
         if self.workdir is not None:
             shutil.rmtree(self.workdir, ignore_errors=True)
@@ -132,3 +130,11 @@ class SchedulerProcesses:
 
     def __exit__(self, *exc) -> None:
         self.stop()
+
+
+def _signal(process: subprocess.Popen, signum: int) -> None:
+    if process.poll() is None:
+        try:
+            os.killpg(process.pid, signum)
+        except ProcessLookupError:
+            pass
