@@ -111,6 +111,29 @@ def test_gateway_worker_limit_is_noted_and_ctrl_c_shuts_down(gateway_server):
     wait_until(lambda: no_active_clusters(gateway_server), 60, "gateway clusters stopped")
 
 
+def test_seed_notebook_gateway_client_is_swept_and_left_running(gateway_server):
+    """The seed's way: gateway.new_cluster(), Client(cluster), then hand the client to throughput."""
+    import dask_gateway
+
+    from throughput.clusters.gateway import _forget_loop
+
+    gateway = dask_gateway.Gateway(gateway_server.address, auth=dask_gateway.BasicAuth(username="throughput"))
+    theirs = gateway.new_cluster()
+    client = theirs.get_client(set_as_default=False)
+    try:
+        with from_client(client) as cluster:
+            (row,) = run_sweep(throughput.open_source(SYNTHETIC), cluster, [1], repeats=1)
+        assert (row.cluster, row.nworkers, row.status, row.bytes_received) == ("gateway", 1, "ok", SYNTHETIC_BYTES)
+        assert client.status == "running"
+        assert gateway_server.clusters(status="running") == {theirs.name: "running"}
+    finally:
+        client.close()
+        theirs.shutdown()
+        gateway.close()
+        _forget_loop(gateway)
+        _forget_loop(theirs.gateway)
+
+
 def test_gateway_unreachable_is_one_clear_error():
     port = free_port()
     provider = open_cluster("gateway", address=f"http://127.0.0.1:{port}", auth="basic", password="SeCrEt-99")
