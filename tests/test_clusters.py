@@ -7,6 +7,7 @@ from __future__ import annotations
 import csv
 import os
 import sys
+from pathlib import Path
 
 import numpy as np
 import psutil
@@ -18,6 +19,7 @@ from throughput.cli import main
 from throughput.clusters import from_client, open_cluster
 from throughput.errors import ClusterError, MissingDependencyError, UsageError
 from throughput.servers import free_port, wait_until
+from throughput.servers.gateway import CONFIG as GATEWAY_CONFIG
 from throughput.servers.gateway import GatewayServer
 from throughput.servers.scheduler import SchedulerProcesses
 from throughput.sink import received
@@ -142,6 +144,12 @@ def test_gateway_unreachable_is_one_clear_error():
     message = str(info.value)
     assert message.startswith(f"Could not start a dask-gateway cluster at http://127.0.0.1:{port}: ")
     assert "SeCrEt-99" not in message
+
+
+def test_local_gateway_runs_this_venvs_dask():
+    assert GatewayServer.executables()["dask"] == str(Path(sys.executable).parent / "dask")
+    assert 'c.ClusterConfig.scheduler_cmd = [{dask!r}, "scheduler"]' in GATEWAY_CONFIG
+    assert 'c.ClusterConfig.worker_cmd = [{dask!r}, "worker"]' in GATEWAY_CONFIG
 
 
 def test_gateway_options_from_dask_config(gateway_server):
@@ -328,6 +336,9 @@ def test_cli_address_sweep_records_shortfall(scheduler, tmp_path, capsys):
     (["--cluster", "address", "--threads-per-worker", "2", "--cluster-option", "address=tcp://127.0.0.1:1"], 2,
      ("throughput: error: Unknown option(s) ['threads_per_worker'] for 'address' clusters. "
       "Accepted: address, connect_timeout, wait_timeout.")),
+    (["--cluster", "client"], 2,
+     ("throughput: error: A 'client' cluster needs a distributed.Client or a cluster object: "
+      "open_cluster(client=client) in Python; on the command line use --cluster address.")),
     (["--cluster", "jobqueue", "--cluster-option", "class=SLURMCluster", "--cluster-option", "cores=1",
       "--cluster-option", "memory=1GB"], 1,
      ("throughput: error: SLURMCluster submits jobs with 'sbatch', which is not on PATH here: "
