@@ -60,3 +60,39 @@ def write_zarr(ds: xr.Dataset, url: str, storage_options: dict[str, Any] | None 
     ds.to_zarr(url, mode="w", storage_options=storage_options or None, zarr_format=zarr_format,
                consolidated=consolidated, encoding=encoding, compute=True)
     return url
+
+
+def write_netcdf(ds: xr.Dataset, url: str, storage_options: dict[str, Any] | None = None,
+                 compression: str | None = "zlib", complevel: int = 1,
+                 unlimited_dims: tuple[str, ...] = ("time",)) -> str:
+    """Write a dataset as one NetCDF4/HDF5 file to any fsspec URL; returns the URL.
+
+    Each variable keeps the HDF5 chunking in its ``encoding["chunks"]`` (the same
+    chunks the Zarr copy has), compressed with ``compression`` (``None`` for raw
+    chunks) and byte shuffle, like most model output. ``time`` is the record
+    (unlimited) dimension, as in files written by climate models.
+    HDF5 needs a seekable local file to write, so the file is written to a temporary
+    folder and then copied to ``url`` with fsspec.
+    """
+    import os
+    import tempfile
+
+    import fsspec
+
+    encoding: dict[str, dict[str, Any]] = {}
+    for name, var in ds.data_vars.items():
+        enc: dict[str, Any] = {}
+        if "chunks" in var.encoding:
+            enc["chunksizes"] = var.encoding["chunks"]
+        if compression:
+            enc.update(compression=compression, compression_opts=complevel, shuffle=True)
+        encoding[name] = enc
+    unlimited = [d for d in unlimited_dims if d in ds.dims]
+    with tempfile.TemporaryDirectory(prefix="throughput-nc-") as tmp:
+        local = os.path.join(tmp, "data.nc")
+        ds.to_netcdf(local, engine="h5netcdf", encoding=encoding, unlimited_dims=unlimited)
+        fs, path = fsspec.core.url_to_fs(url, **(storage_options or {}))
+        if "file" in fs.protocol:  # object stores have no folders to make
+            fs.makedirs(fs._parent(path), exist_ok=True)
+        fs.put_file(local, path)
+    return url

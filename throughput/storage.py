@@ -46,9 +46,13 @@ def storage_library(url: str) -> str:
     cls = filesystem_class(url)
     package = cls.__module__.split(".")[0]
     try:
-        return f"{package} {version(package)}"
+        found = f"{package} {version(package)}"
     except PackageNotFoundError:
-        return package
+        found = package
+    if protocol_of(url) in ("http", "https"):  # fsspec's own HTTPFileSystem moves bytes with aiohttp
+        with contextlib.suppress(PackageNotFoundError):
+            found += f" (http, aiohttp {version('aiohttp')})"
+    return found
 
 
 def host_of(url: str) -> str:
@@ -67,6 +71,17 @@ _UNREACHABLE = ("Could not connect", "Connection refused", "ConnectTimeout", "Ca
                 "nodename nor servname", "Temporary failure in name resolution")
 
 
+def _refused(exc: BaseException) -> bool:
+    """True when a connection failure is somewhere in the chain of causes of ``exc``."""
+    seen = exc.__cause__ or exc.__context__
+    while seen is not None:
+        text = f"{type(seen).__name__}: {seen}"
+        if isinstance(seen, (ConnectionError, TimeoutError)) or any(s in text for s in _UNREACHABLE):
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
+
+
 @contextlib.contextmanager
 def storage_errors(url: str, storage_options: dict | None = None) -> Iterator[None]:
     """Translate what storage libraries raise into one-line throughput errors."""
@@ -75,6 +90,9 @@ def storage_errors(url: str, storage_options: dict | None = None) -> Iterator[No
     except ThroughputError:
         raise
     except FileNotFoundError as exc:
+        if _refused(exc):  # fsspec's HTTP filesystem reports a refused connection as a missing file
+            host = _endpoint(url, storage_options)
+            raise StorageUnreachableError(f"Storage server {host} did not answer while opening '{redact_text(url)}'. Is the URL or endpoint_url right and the server up?") from exc
         raise SourceNotFoundError(f"Nothing found at '{redact_text(url)}': {redact_text(exc) or 'no such object or bucket'}") from exc
     except PermissionError as exc:
         raise SourceNotFoundError(f"Access denied to '{redact_text(url)}': {redact_text(exc)}. Check credentials in storage_options (key/secret, token, anon=True for public data).") from exc

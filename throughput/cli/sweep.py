@@ -23,12 +23,14 @@ from .common import err_console, execute_sweep, parse_options, parse_workers, sh
               help="Option for the cluster (repeatable): address=..., auth=basic, class=SLURMCluster, cores=4, "
                    "wait_timeout=60 ... (see README).")
 @click.option("--storage-option", "-s", multiple=True, metavar="KEY=VALUE", help="Passed to fsspec (repeatable; dotted keys nest).")
+@click.option("--option", "-O", "source_option", multiple=True, metavar="KEY=VALUE",
+              help="Option of the source kind (repeatable; dotted keys nest), e.g. open_options.cache_type=none.")
 @click.option("--cloud", default="", help="Storage provider label for the records.")
 @click.option("--region", default="", help="Storage region label for the records.")
 @click.option("--out", "-o", default="results", show_default=True, help="Folder (or .csv file) for the results.")
 @click.option("--plot/--no-plot", default=True, show_default=True, help="Save the seed's three figures next to the CSV.")
 def sweep(url, variable, format_, name, workers, repeats, threads_per_worker, cluster_kind, cluster_option,
-          storage_option, cloud, region, out, plot):
+          storage_option, source_option, cloud, region, out, plot):
     """Sweep a cluster over worker counts reading URL (or CATALOG:ENTRY) into a null sink; write CSV rows."""
     from ..catalog import resolve_entry, split_catalog_spec
     from ..clusters import open_cluster
@@ -39,13 +41,16 @@ def sweep(url, variable, format_, name, workers, repeats, threads_per_worker, cl
     cluster_options = parse_options(cluster_option, "--cluster-option")
     if threads_per_worker:
         cluster_options["threads_per_worker"] = threads_per_worker
+    source_options = parse_options(source_option, "--option")
     if url.lower().split("?")[0].endswith((".yaml", ".yml")) or split_catalog_spec(url):
         # CATALOG:ENTRY; the catalog's cloud/region labels fill what the command line left empty
         entry = resolve_entry(url)
-        source = entry.open(variable, format=format_, storage_options=storage_options, name=name)
+        source = entry.open(variable, format=format_, storage_options=storage_options, name=name,
+                            **source_options)
         cloud, region = cloud or entry.cloud, region or entry.region
     else:
-        source = open_source(url, variable, format=format_, storage_options=storage_options, name=name)
+        source = open_source(url, variable, format=format_, storage_options=storage_options, name=name,
+                             **source_options)
     with open_cluster(cluster_kind, **cluster_options) as cluster:
         path, records = execute_sweep([source], cluster, counts, repeats, out, {"cloud": cloud, "region": region})
     finish(path, records, plot)
@@ -55,14 +60,19 @@ def sweep(url, variable, format_, name, workers, repeats, threads_per_worker, cl
 @click.option("--workers", "-w", default="1,2", show_default=True, help="Worker counts, comma-separated.")
 @click.option("--repeats", "-r", default=3, show_default=True, type=int, help="Timed runs per worker count.")
 @click.option("--out", "-o", default="results", show_default=True, help="Folder for the results and figures.")
+@click.option("--sources", "source_names", default="", metavar="NAMES",
+              help="Embedded sources to sweep, comma-separated, or 'all' "
+                   "(default: local-s3-zarr,local-s3-netcdf; see throughput.embedded.EMBEDDED_SOURCES).")
 @click.option("--opendap", is_flag=True, help="Also serve the array as NetCDF over OPeNDAP (pydap; slow).")
-def demo(workers, repeats, out, opendap):
-    """Run the main job on the embedded default: local S3 server, LocalCluster, no credentials."""
+def demo(workers, repeats, out, source_names, opendap):
+    """Run the main job on the embedded default: local servers, LocalCluster, no credentials."""
     from ..clusters import open_cluster
-    from ..embedded import embedded_sources
+    from ..embedded import check_names, embedded_sources
 
     counts = parse_workers(workers)
-    with embedded_sources(status=lambda m: err_console.print(f"[dim]{m}[/dim]"), opendap=opendap) as sources:
+    names = check_names([n.strip() for n in source_names.split(",") if n.strip()])
+    with embedded_sources(status=lambda m: err_console.print(f"[dim]{m}[/dim]"), sources=names,
+                          opendap=opendap) as sources:
         with open_cluster("local") as cluster:
             path, records = execute_sweep(list(sources.values()), cluster, counts, repeats, out,
                                           {"cloud": "local", "region": "127.0.0.1"})

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import dask.array as da
+import fsspec
 
 from ..errors import MissingDependencyError, UsageError
 from ..redact import redact_options, redact_url
@@ -22,7 +23,13 @@ SOURCE_KINDS: dict[str, str] = {
     "zarr": "throughput.sources.zarr:open_zarr",
     "synthetic": "throughput.sources.synthetic:open_synthetic",
     "opendap": "throughput.sources.opendap:open_opendap",
+    "netcdf": "throughput.sources.netcdf:open_netcdf",
+    "llcreader": "throughput.sources.llcreader:open_llcreader",
 }
+
+#: entry-point group through which an installed package adds source kinds
+#: (``[project.entry-points."throughput.sources"] mykind = "mypkg.source:open_mykind"``)
+ENTRY_POINT_GROUP = "throughput.sources"
 
 
 @dataclass(frozen=True, eq=False)
@@ -84,17 +91,44 @@ class Source:
 
 
 def register_source_kind(kind: str, target: str) -> None:
-    """Register a source kind: ``target`` is ``"module:function"``, imported on first use."""
+    """Register a source kind: ``target`` is ``"module:function"``, imported on first use.
+
+    The function is called as ``function(url, variable, storage_options=..., **options)``
+    and returns a :class:`Source`. An installed package can do the same without code,
+    with an entry point in the ``throughput.sources`` group.
+
+    >>> register_source_kind("ones", "throughput.sources.synthetic:open_synthetic")
+    >>> open_source("synthetic://t?shape=4,4&chunks=2,2", format="ones").nchunks
+    4
+    >>> del SOURCE_KINDS["ones"]
+    """
+    module, sep, func = str(target).partition(":")
+    if not isinstance(kind, str) or not kind.strip() or not sep or not module or not func.isidentifier():
+        raise UsageError(f"Bad source kind {kind!r} -> {target!r}: give a name and 'module:function', "
+                         "like register_source_kind('mykind', 'mypackage.source:open_mykind').")
     SOURCE_KINDS[kind] = target
 
 
+def plugin_kinds() -> dict[str, str]:
+    """Source kinds that installed packages declare in the ``throughput.sources`` entry-point group."""
+    from importlib.metadata import entry_points
+
+    return {ep.name: ep.value for ep in entry_points(group=ENTRY_POINT_GROUP)}
+
+
+def source_kinds() -> dict[str, str]:
+    """Every known kind: plugins first, so a registered or built-in kind of the same name wins."""
+    return {**plugin_kinds(), **SOURCE_KINDS}
+
+
 def _opener(kind: str) -> Callable[..., Source]:
+    kinds = SOURCE_KINDS if kind in SOURCE_KINDS else source_kinds()
     try:
-        target = SOURCE_KINDS[kind]
+        target = kinds[kind]
     except KeyError:
-        msg = f"Unknown source format '{kind}'. Must be one of {sorted(SOURCE_KINDS)}."
+        msg = f"Unknown source format '{kind}'. Must be one of {sorted(kinds)}."
         raise UsageError(msg) from None
-    module, func = target.split(":")
+    module, _, func = target.partition(":")
     try:
         return getattr(importlib.import_module(module), func)
     except ImportError as exc:
@@ -112,6 +146,9 @@ def guess_format(url: str) -> str:
     # before file suffixes: an OPeNDAP URL often ends in .nc (THREDDS serves files under /dodsC/)
     if lower.startswith(("dap2://", "dap4://")) or "/dodsc/" in lower:
         return "opendap"
+    scheme = lower.split("://", 1)[0] if "://" in lower else ""
+    if scheme and scheme not in fsspec.available_protocols() and scheme in source_kinds():
+        return scheme  # a kind named by its URL scheme: llcreader://..., or a plugin's
     for kind, suffixes in {"netcdf": (".nc", ".nc4", ".h5", ".hdf5", ".he5", ".cdf")}.items():
         if lower.endswith(suffixes) and kind in SOURCE_KINDS:
             return kind
@@ -119,7 +156,7 @@ def guess_format(url: str) -> str:
 
 
 def open_source(
-    url: str,
+    url: str | list[str],
     variable: str | None = None,
     *,
     format: str | None = None,
@@ -133,7 +170,7 @@ def open_source(
     ----------
     url
         Any URL fsspec understands (``s3://``, ``gs://``, ``https://``, a local path,
-        ``memory://``) or ``synthetic://``.
+        ``memory://``) or ``synthetic://``; for NetCDF, also a glob or a list of files.
     variable
         The array to read; optional when the store holds one data array.
     format
@@ -151,16 +188,18 @@ def open_source(
     >>> src.nbytes, src.chunksize, src.nchunks
     (96000, 12000, 8)
     """
-    if not isinstance(url, str) or not url.strip():
-        raise UsageError(f"Source URL must be a non-empty string, got {url!r}.")
-    kind = format or guess_format(url)
+    if isinstance(url, (list, tuple)) and url and all(isinstance(u, str) and u.strip() for u in url):
+        url = list(url)  # many files of one source (netcdf)
+    elif not isinstance(url, str) or not url.strip():
+        raise UsageError(f"Source URL must be a non-empty string (or a list of them), got {url!r}.")
+    kind = format or guess_format(url if isinstance(url, str) else url[0])
     source = _opener(kind)(url, variable, storage_options=dict(storage_options or {}), **options)
     changes: dict[str, Any] = {"url": redact_url(source.url)}
     if name:
         changes["name"] = name
     if storage_options:
         changes["options"] = {**source.options, "storage_options": redact_options(storage_options)}
-    check_readable(source.array, url)
+    check_readable(source.array, source.url)
     return _replace(source, **changes)
 
 
