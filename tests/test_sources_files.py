@@ -100,7 +100,7 @@ def test_netcdf_on_s3_geometry_follows_hdf5_chunks(seaweed, s3_netcdf, small_dat
     assert ", h5py " in src.storage_library
     assert src.options["open_options"] == DEFAULT_OPEN_OPTIONS and src.options["chunking"] == "file"
     assert seaweed.secret_key not in repr(src.options)
-    np.testing.assert_array_equal(src.array[2, 5:10].compute(), small_dataset.temp.values[2, 5:10])
+    np.testing.assert_array_equal(src.array[2, 5:10].compute(scheduler="threads"), small_dataset.temp.values[2, 5:10])
 
 
 def test_netcdf_on_s3_reads_exact_bytes_on_process_workers(seaweed, s3_netcdf, local_cluster):
@@ -132,7 +132,7 @@ def test_netcdf_glob_and_list_concatenate_along_record_dim(seaweed, s3_netcdf, s
     assert src.shape == SMALL_SHAPE and src.nchunks == NCHUNKS and src.chunks == (1, 5, 27, 36)
     assert src.options["nfiles"] == 2 and src.options["concat_dim"] == "time"  # the unlimited dimension
     assert src.url == f"s3://{bucket}/parts/ocean_*.nc"
-    np.testing.assert_array_equal(src.array.compute(), small_dataset.temp.values)
+    np.testing.assert_array_equal(src.array.compute(scheduler="threads"), small_dataset.temp.values)
     listed = throughput.open_source(parts, "temp", storage_options=seaweed.storage_options,
                                     chunks={"time": 2, "st_ocean": 10})
     assert listed.url == ",".join(parts) and listed.chunks == (2, 10, 27, 36)
@@ -150,7 +150,7 @@ def test_netcdf_packed_variable_counts_decoded_bytes(tmp_path, small_dataset, lo
     src = throughput.open_source(str(path), "temp")
     assert src.dtype == "float32" and src.nbytes == NBYTES and src.chunksize == CHUNK_BYTES
     assert src.storage_library.startswith("h5netcdf ") and "open_options" not in src.options
-    np.testing.assert_allclose(src.array[0].compute(), small_dataset.temp.values[0], atol=0.006)
+    np.testing.assert_allclose(src.array[0].compute(scheduler="threads"), small_dataset.temp.values[0], atol=0.006)
     read_on_cluster(src, local_cluster, [1])
 
 

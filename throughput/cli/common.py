@@ -51,7 +51,8 @@ def parse_options(pairs: tuple[str, ...], flag: str = "--storage-option") -> dic
 def show_records(records, title: str = "Results") -> None:
     table = Table(title=title)
     for column in ("source", "nworkers", "nthreads", "repeat", "runtime (s)", "MB/s", "MB/s/thread", "status"):
-        table.add_column(column, justify="right" if column not in ("source", "status") else "left")
+        table.add_column(column, justify="right" if column not in ("source", "status") else "left",
+                         overflow="fold" if column == "source" else "ellipsis")  # whole source names
     for r in records:
         ok = r.status == "ok"
         table.add_row(r.source, str(r.nworkers), str(r.nthreads), str(r.repeat),

@@ -31,7 +31,7 @@ from . import Source, default_name
 #: written in one go, most of the chunk index) and fetches each chunk with one
 #: request of exactly its size; "readahead" (s3fs's default, 50 MiB blocks) fetches
 #: far beyond every chunk and was several times slower.
-DEFAULT_OPEN_OPTIONS: dict[str, Any] = {"cache_type": "first", "block_size": 4 * 2**20}
+DEFAULT_OPEN_OPTIONS: dict[str, Any] = {"cache_type": "first", "block_size": 2**20}
 
 _GLOB = re.compile(r"[*?\[]")
 _OPTIONS = ("chunks", "concat_dim", "open_options")
