@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib.metadata
 import uuid
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -19,6 +20,7 @@ from throughput.sweep import run_sweep
 from .conftest import SMALL_SHAPE
 
 RAW_SHAPE = (6, 20, 30)
+CATALOGS = Path(__file__).resolve().parents[1] / "catalogs"
 
 
 @pytest.fixture(scope="module")
@@ -115,6 +117,13 @@ def test_embedded_sources_compare_formats_on_one_machine(seaweed, local_cluster)
             assert record.status == "ok" and record.bytes_received == nbytes == record.nbytes, name
             assert record.source == name
         assert sources["local-s3-netcdf"].format == "netcdf" and sources["local-http-zarr"].format == "zarr"
+        # while the servers run, the demo catalog's entries reach them (anonymous read on S3)
+        from throughput.catalog import resolve_entry
+
+        for name in names:
+            entry = resolve_entry(str(CATALOGS / f"local_demo.yaml:{name}"))
+            opened = entry.open()
+            assert (opened.url, opened.nbytes, opened.chunks) == (sources[name].url, nbytes, sources[name].chunks)
 
 
 def test_embedded_source_names(capsys):
