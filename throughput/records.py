@@ -59,6 +59,42 @@ class Record:
     """Bytes the null sinks on the workers received during this run."""
     scale_seconds: float = float("nan")
     """Seconds spent scaling the cluster and waiting for workers before this point (not timed)."""
+    warmup_seconds: float = float("nan")
+    """Seconds of the untimed warm-up (one chunk per worker thread) before this point's first repeat."""
+    blocks_per_task: int = 1
+    """Chunks stored per task (1: the seed's one task per chunk)."""
+    tasks: int = 0
+    """Tasks that stored chunks in this run, counted by the workers' sinks."""
+    point_spread: float = float("nan")
+    """IQR / median of ``runtime`` over this point's repeats; on the row of its last repeat only."""
+    busy_fraction: float = float("nan")
+    """Sum of the storing tasks' seconds / (nthreads * runtime): the threads' share of the run spent in tasks."""
+    task_MBps_p10: float = float("nan")
+    """10th percentile over the run's tasks of bytes stored / task seconds (measured on the workers)."""
+    task_MBps_median: float = float("nan")
+    """Median over tasks of bytes stored / task seconds."""
+    task_MBps_p90: float = float("nan")
+    """90th percentile over tasks of bytes stored / task seconds."""
+    thread_MBps_min: float = float("nan")
+    """Slowest worker thread: bytes it stored / runtime (0 for a thread that stored nothing)."""
+    thread_MBps_median: float = float("nan")
+    """Median worker thread: bytes it stored / runtime (compare ``throughput_MBps_per_thread``)."""
+    thread_MBps_max: float = float("nan")
+    """Fastest worker thread: bytes it stored / runtime."""
+    worker_MBps_min: float = float("nan")
+    """Slowest worker process: bytes its threads stored / runtime."""
+    worker_MBps_max: float = float("nan")
+    """Fastest worker process: bytes its threads stored / runtime."""
+    requests: int = 0
+    """Reads the Zarr store served on the workers during the run (0 where the source is not counted)."""
+    wire_bytes: int = 0
+    """Bytes those reads returned as stored (compressed), before decoding."""
+    request_ms_p50: float = float("nan")
+    """Median latency of those reads, in milliseconds."""
+    request_ms_p90: float = float("nan")
+    """90th percentile latency of those reads, in milliseconds."""
+    request_ms_p99: float = float("nan")
+    """99th percentile latency of those reads, in milliseconds."""
     status: str = "ok"
     error: str = ""
     note: str = ""

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import itertools
 import json
-import os
+import math
 import time
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -11,14 +12,17 @@ from datetime import datetime, timezone
 from typing import Any
 
 import dask.array as dsa
+import numpy as np
 
 from . import config
 from .archive import ResultsFile
 from .clusters import Cluster
 from .errors import UsageError
+from .instrument import reset_worker_counters, spread, summarise_run, worker_counters
+from .plan import check_blocks_per_task, null_store
 from .records import Record, library_versions, throughput_mbps
 from .redact import redact_text, secret_values
-from .sink import NullStore, received, reset_received
+from .sink import NullStore
 from .sources import Source
 
 
@@ -52,41 +56,66 @@ def one_line(exc: BaseException, secrets: set[str] = frozenset()) -> str:
     return redact_text(message, secrets)[:500]
 
 
-def _process() -> int:
-    return os.getpid()
-
-
-def _sum_workers(results: dict, processes: dict | None = None) -> dict[str, int]:
-    total = {"bytes": 0, "chunks": 0}
-    seen = set()
+def _sum_workers(results: dict) -> dict[str, Any]:
+    """Sink totals over the workers, plus each worker's task log and store requests."""
+    total: dict[str, Any] = {"bytes": 0, "chunks": 0, "tasks": {}, "requests": {}}
     for worker, value in results.items():
-        # workers that are threads of one process (processes=False) share that process's sink count
-        process = (worker.rsplit(":", 1)[0], (processes or {}).get(worker, worker))
-        if process in seen:
-            continue
-        seen.add(process)
         if isinstance(value, dict):
-            total["bytes"] += value["bytes"]
-            total["chunks"] += value["chunks"]
+            total["bytes"] += value["received"]["bytes"]
+            total["chunks"] += value["received"]["chunks"]
+            total["tasks"][worker] = value["tasks"]
+            total["requests"][worker] = value["requests"]
     return total
 
 
-def timed_read(cluster: Cluster, source: Source, workers: list[str] | None, retries: int) -> tuple[float, dict]:
-    """Store the source into the null sink on the cluster; return (runtime, sink counts).
+def timed_read(cluster: Cluster, source: Source, workers: list[str] | None, retries: int,
+               *, blocks_per_task: int = 1) -> tuple[float, dict]:
+    """Store the source into the null sink on the cluster; return (runtime, worker counts).
 
-    The graph is built and the sink counters reset before the clock starts; only
-    submitting and computing the store is timed.
+    The graph is built and the workers' counters reset before the clock starts; only
+    submitting and computing the store is timed. The counts are the sinks' ``bytes``
+    and ``chunks`` summed over the workers, and per worker the ``tasks`` log
+    (:func:`throughput.sink.task_log`) and the store ``requests``
+    (:func:`throughput.instrument.store_requests`), collected after the clock stops.
     """
     client = cluster.start()
-    stored = dsa.store(source.array, NullStore(), lock=False, compute=False)
-    client.run(reset_received, workers=workers, on_error="ignore")
+    stored, _ = null_store(source.array, NullStore(), blocks_per_task)
+    client.run(reset_worker_counters, workers=workers, on_error="ignore")
     start = time.perf_counter()
     future = client.compute(stored, retries=retries, workers=workers, allow_other_workers=workers is None)
     future.result()
     runtime = time.perf_counter() - start
     del future
-    processes = client.run(_process, workers=workers, on_error="return")
-    return runtime, _sum_workers(client.run(received, workers=workers, on_error="return"), processes)
+    return runtime, _sum_workers(client.run(worker_counters, workers=workers, on_error="return"))
+
+
+def warm_up(cluster: Cluster, source: Source, workers: list[str] | None) -> float:
+    """Read one chunk per worker thread, untimed; returns the seconds it took.
+
+    A fresh worker pays once for imports, Zarr's IO loop, the storage client's session
+    and its first connections. The seed's first point paid that inside its timer;
+    here it is paid before a point's first repeat and recorded as ``warmup_seconds``.
+    Each worker thread gets a different chunk (the same chunk would be one task).
+    """
+    client = cluster.start()
+    nthreads = client.nthreads()
+    targets = [w for w in nthreads if workers is None or w in workers]
+    array = source.array
+    blocks = list(itertools.islice(np.ndindex(*array.numblocks), sum(nthreads[w] for w in targets)))
+    if not blocks:
+        return 0.0
+    began = time.perf_counter()
+    futures, i = [], 0
+    for worker in targets:
+        for _ in range(nthreads[worker]):
+            if i >= len(blocks):
+                break
+            stored = dsa.store(array.blocks[blocks[i]], NullStore(), lock=False, compute=False)
+            futures.append(client.compute(stored, workers=[worker], allow_other_workers=False))
+            i += 1
+    client.gather(futures)
+    del futures
+    return time.perf_counter() - began
 
 
 def sweep(
@@ -102,6 +131,8 @@ def sweep(
     secrets: set[str] = frozenset(),
     skip: Callable[[int, int], bool] | None = None,
     on_start: Callable[[int, int], None] | None = None,
+    blocks_per_task: int | None = None,
+    warmup: bool | None = None,
 ) -> Iterator[Record]:
     """Yield one :class:`Record` per timed run, as soon as the run ends.
 
@@ -121,11 +152,21 @@ def sweep(
         ``skip(nworkers, repeat)`` true for points already measured (resume).
     on_start
         Called with ``(nworkers, repeat)`` before each run (for progress displays).
+    blocks_per_task
+        Chunks stored per task (default ``throughput.sweep.blocks-per-task``, 1: the
+        seed's one task per chunk). Larger values cut the scheduler's cost per chunk on
+        arrays of very many chunks (:mod:`throughput.plan`); every chunk is still read.
+    warmup
+        Read one chunk per worker thread, untimed, before each point's first repeat
+        (default ``throughput.sweep.warmup``, true); see :func:`warm_up`.
     """
     workers = check_workers(workers)
     repeats = check_repeats(config.get("sweep.repeats", 3) if repeats is None else repeats)
     retries = config.get("sweep.retries", 5) if retries is None else retries
     timeout = cluster.wait_timeout if timeout is None else timeout
+    blocks_per_task = check_blocks_per_task(
+        config.get("sweep.blocks-per-task", 1) if blocks_per_task is None else blocks_per_task)
+    warmup = bool(config.get("sweep.warmup", True) if warmup is None else warmup)
     labels = dict(labels or {})
     tags = labels.pop("tags", "")
     if isinstance(tags, dict):
@@ -147,6 +188,8 @@ def sweep(
         scale_seconds = time.perf_counter() - began
         short = cluster.shortfall(n, present, timeout) if present < n else ""
         use = cluster.workers_for(n)
+        warm = float("nan")
+        runtimes: list[float] = []
         for r in range(repeats):
             if skip is not None and skip(n, r):
                 continue
@@ -155,21 +198,27 @@ def sweep(
             counts = cluster.counts(use)
             stamp = datetime.now(timezone.utc).isoformat(timespec="milliseconds")
             row = dict(base, timestamp=stamp, repeat=r, requested_workers=n, scale_seconds=scale_seconds,
-                       **counts, note=short)
+                       blocks_per_task=blocks_per_task, **counts, note=short)
             if counts["nworkers"] == 0:
                 yield Record(**row, status="error", error=f"no workers: {short or 'the cluster has none'}")
                 continue
             try:
-                runtime, got = timed_read(cluster, source, use, retries)
+                if warmup and math.isnan(warm):
+                    warm = warm_up(cluster, source, use)
+                runtime, got = timed_read(cluster, source, use, retries, blocks_per_task=blocks_per_task)
             except Exception as exc:  # a failed run is a row, and the sweep goes on
-                yield Record(**row, status="error", error=one_line(exc, secrets))
+                yield Record(**row, warmup_seconds=warm, status="error", error=one_line(exc, secrets))
                 continue
+            runtimes.append(runtime)
             tput = throughput_mbps(source.nbytes, runtime)
             note = short
             if got["bytes"] != source.nbytes:
                 note = "; ".join(filter(None, [note, f"sinks received {got['bytes']} of {source.nbytes} bytes"]))
+            measured = summarise_run(got["tasks"], got["requests"], runtime, counts["nthreads"])
             yield Record(**{**row, "note": note}, runtime=runtime, throughput_MBps=tput,
-                         throughput_MBps_per_thread=tput / counts["nthreads"], bytes_received=got["bytes"])
+                         throughput_MBps_per_thread=tput / counts["nthreads"], bytes_received=got["bytes"],
+                         warmup_seconds=warm, point_spread=spread(runtimes) if r == repeats - 1 else float("nan"),
+                         **measured)
 
 
 def run_sweep(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import uuid
 from typing import Any
 
@@ -10,17 +11,39 @@ import zarr
 from zarr.storage import FsspecStore
 
 from ..errors import SourceNotFoundError, UsageError, VariableNotFoundError
+from ..instrument import CountingStore
 from ..redact import redact_url
-from ..storage import filesystem_class, storage_errors, storage_library
+from ..storage import filesystem_class, protocol_of, storage_errors, storage_library
 from . import Source, default_name
 
+#: s3fs reads objects larger than this (its ``default_block_size``) as concurrent ranged GETs
+S3FS_SPLIT_BYTES = 50 * 2**20
 
-def _store(url: str, storage_options: dict[str, Any]) -> FsspecStore:
+
+def _store(url: str, storage_options: dict[str, Any]) -> CountingStore:
     filesystem_class(url)  # clear error for an unknown protocol or a missing backend
     if "://" not in url:
         url = "file://" + url
     fs_opts = {"asynchronous": True, **storage_options} if not url.startswith("file://") else storage_options
-    return FsspecStore.from_url(url, storage_options=fs_opts, read_only=True)
+    # counted: requests, bytes as stored and latency of every chunk read (throughput.instrument)
+    return CountingStore(FsspecStore.from_url(url, storage_options=fs_opts, read_only=True))
+
+
+def lean_s3_options(url: str, storage_options: dict[str, Any], chunk_bytes: int) -> dict[str, Any]:
+    """s3fs options that drop a wasted request per chunk, when the user has not chosen.
+
+    With its default ``max_concurrency`` (10), s3fs starts every whole-object read with a
+    HEAD request, to decide whether the object is large enough (> 50 MiB) to fetch as
+    concurrent ranged GETs. A Zarr chunk no larger than that is always one GET, so the
+    HEAD only doubles the requests (and, on loopback, costs about a third of the read
+    time). Returns ``storage_options`` plus ``max_concurrency=1`` in that case, else
+    unchanged. The choice is recorded in the source's options.
+    """
+    if protocol_of(url) not in ("s3", "s3a") or "max_concurrency" in storage_options:
+        return storage_options
+    if chunk_bytes * 1.01 + 4096 > S3FS_SPLIT_BYTES:  # a stored chunk might be split: keep s3fs's way
+        return storage_options
+    return {**storage_options, "max_concurrency": 1}
 
 
 def data_variables(group: zarr.Group) -> list[str]:
@@ -43,11 +66,33 @@ def open_zarr(
     *,
     storage_options: dict[str, Any],
     chunks: Any = None,
+    lean_s3: bool = True,
     **options: Any,
 ) -> Source:
-    """Open one array of a Zarr store lazily; its dask chunks are the store's chunks."""
+    """Open one array of a Zarr store lazily; its dask chunks are the store's chunks.
+
+    ``lean_s3`` (default true) lets :func:`lean_s3_options` drop s3fs's HEAD request per
+    chunk when the user's ``storage_options`` do not set ``max_concurrency``.
+    """
     if options:
-        raise UsageError(f"Unknown option(s) for zarr sources: {sorted(options)}. Accepted: chunks, storage_options.")
+        raise UsageError(f"Unknown option(s) for zarr sources: {sorted(options)}. Accepted: chunks, lean_s3, storage_options.")
+    array, variable = _open_array(url, variable, storage_options)
+    extra: dict[str, Any] = {}
+    if lean_s3:
+        stored_chunk = getattr(array, "shards", None) or array.chunks  # the object s3fs reads whole
+        lean = lean_s3_options(url, storage_options, int(array.dtype.itemsize * math.prod(stored_chunk)))
+        if lean is not storage_options:
+            array, variable = _open_array(url, variable, lean)
+            extra["s3fs_max_concurrency"] = 1
+    lazy = da.from_zarr(array, chunks=chunks, name=f"zarr-{variable}-{uuid.uuid4().hex[:8]}")
+    return Source(
+        name=default_name(url), format="zarr", url=url, variable=variable, array=lazy,
+        storage_library=storage_library(url), dims=_dims(array), attrs=dict(array.attrs),
+        options={"zarr_format": array.metadata.zarr_format, **extra},
+    )
+
+
+def _open_array(url: str, variable: str | None, storage_options: dict[str, Any]) -> tuple[zarr.Array, str]:
     with storage_errors(url, storage_options):
         store = _store(url, storage_options)
         try:
@@ -75,9 +120,4 @@ def open_zarr(
         else:
             array = node
             variable = variable or default_name(url)
-    lazy = da.from_zarr(array, chunks=chunks, name=f"zarr-{variable}-{uuid.uuid4().hex[:8]}")
-    return Source(
-        name=default_name(url), format="zarr", url=url, variable=variable, array=lazy,
-        storage_library=storage_library(url), dims=_dims(array), attrs=dict(array.attrs),
-        options={"zarr_format": array.metadata.zarr_format},
-    )
+    return array, variable
