@@ -196,7 +196,7 @@ def main(argv: list[str] | None = None) -> int:
                   f"(throughput_MBps / nthreads) {med('throughput_MBps_per_thread'):.1f}")
 
             # sweep overhead: a whole sweep, scaling and warm-up included, against its timed runs
-            counts_seq = [1, args.workers] if args.workers > 1 else [1]
+            counts_seq = [args.workers, 1] if args.workers > 1 else [1]  # descending, as the seed went
             cluster.scale(0)
             cluster.wait_for_workers(0, 60)
             start = time.perf_counter()
