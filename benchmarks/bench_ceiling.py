@@ -102,7 +102,7 @@ def main(argv: list[str] | None = None) -> int:
 
         with open_cluster("local", threads_per_worker=args.threads_per_worker,
                           processes=not args.threads) as cluster:
-            client = cluster.start()
+            cluster.start()
             cluster.scale(args.workers)
             cluster.wait_for_workers(args.workers, 120)
             counts = cluster.counts()

@@ -154,3 +154,17 @@ def test_zarr_source_records_the_lean_choice(seaweed, s3_zarr):
     assert src.options["s3fs_max_concurrency"] == 1
     kept = throughput.open_source(s3_zarr[2], "temp", storage_options=seaweed.storage_options, lean_s3=False)
     assert "s3fs_max_concurrency" not in kept.options
+
+
+def test_cli_blocks_per_task_reaches_the_rows(tmp_path, capsys):
+    from throughput.cli import main
+
+    out = tmp_path / "cli.csv"
+    code = main(["sweep", "synthetic://t?shape=12,6&chunks=1,6", "--workers", "1", "--repeats", "1",
+                 "--blocks-per-task", "5", "--no-warmup", "--no-plot", "--out", str(out)])
+    assert code == 0
+    (row,) = list(csv.DictReader(out.open()))
+    assert row["blocks_per_task"] == "5" and row["tasks"] == "3" and row["bytes_received"] == str(12 * 6 * 4)
+    assert row["warmup_seconds"] == "nan"
+    assert main(["sweep", "synthetic://t", "--blocks-per-task", "0"]) == 2
+    assert "--blocks-per-task" in capsys.readouterr().err

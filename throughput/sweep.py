@@ -69,7 +69,7 @@ def _sum_workers(results: dict) -> dict[str, Any]:
 
 
 def timed_read(cluster: Cluster, source: Source, workers: list[str] | None, retries: int,
-               *, blocks_per_task: int = 1) -> tuple[float, dict]:
+               *, blocks_per_task: int = 1, plan: Any = None) -> tuple[float, dict]:
     """Store the source into the null sink on the cluster; return (runtime, worker counts).
 
     The graph is built and the workers' counters reset before the clock starts; only
@@ -77,9 +77,11 @@ def timed_read(cluster: Cluster, source: Source, workers: list[str] | None, retr
     and ``chunks`` summed over the workers, and per worker the ``tasks`` log
     (:func:`throughput.sink.task_log`) and the store ``requests``
     (:func:`throughput.instrument.store_requests`), collected after the clock stops.
+    ``plan`` is a store built earlier by :func:`throughput.plan.null_store` for this
+    source and ``blocks_per_task`` (a sweep builds it once and reuses it every run).
     """
     client = cluster.start()
-    stored, _ = null_store(source.array, NullStore(), blocks_per_task)
+    stored = plan if plan is not None else null_store(source.array, NullStore(), blocks_per_task)[0]
     client.run(reset_worker_counters, workers=workers, on_error="ignore")
     start = time.perf_counter()
     future = client.compute(stored, retries=retries, workers=workers, allow_other_workers=workers is None)
@@ -179,6 +181,7 @@ def sweep(
         options=json.dumps(source.options, sort_keys=True, default=str), **library_versions(),
     )
     cluster.start()
+    plan = None  # the store graph, built once per sweep, outside every timer
     for n in workers:
         if skip is not None and all(skip(n, r) for r in range(repeats)):
             continue
@@ -205,7 +208,9 @@ def sweep(
             try:
                 if warmup and math.isnan(warm):
                     warm = warm_up(cluster, source, use)
-                runtime, got = timed_read(cluster, source, use, retries, blocks_per_task=blocks_per_task)
+                if plan is None:
+                    plan = null_store(source.array, NullStore(), blocks_per_task)[0]
+                runtime, got = timed_read(cluster, source, use, retries, blocks_per_task=blocks_per_task, plan=plan)
             except Exception as exc:  # a failed run is a row, and the sweep goes on
                 yield Record(**row, warmup_seconds=warm, status="error", error=one_line(exc, secrets))
                 continue

@@ -62,8 +62,11 @@ def show_records(records, title: str = "Results") -> None:
     out_console.print(table)
 
 
-def execute_sweep(sources, cluster, workers, repeats, out, labels=None, run_id=None) -> tuple[Path, list]:
-    """Sweep each source on the cluster, with a progress bar; rows go to one CSV as they end."""
+def execute_sweep(sources, cluster, workers, repeats, out, labels=None, run_id=None, **sweep_options) -> tuple[Path, list]:
+    """Sweep each source on the cluster, with a progress bar; rows go to one CSV as they end.
+
+    ``sweep_options`` (``blocks_per_task``, ``warmup``, ...) pass to :func:`throughput.sweep.sweep`.
+    """
     from ..archive import ResultsFile, results_path
     from ..sweep import check_repeats, check_workers, new_run_id, sweep
 
@@ -82,7 +85,8 @@ def execute_sweep(sources, cluster, workers, repeats, out, labels=None, run_id=N
                 for source in sources:
                     def started(n, r, source=source):
                         progress.update(task, description=f"{source.name}: {n} workers, repeat {r + 1}/{repeats}")
-                    for record in sweep(source, cluster, workers, repeats, labels=labels, run_id=run_id, on_start=started):
+                    for record in sweep(source, cluster, workers, repeats, labels=labels, run_id=run_id, on_start=started,
+                                        **sweep_options):
                         results.append(record)
                         records.append(record)
                         progress.advance(task)

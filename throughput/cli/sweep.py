@@ -29,8 +29,11 @@ from .common import err_console, execute_sweep, parse_options, parse_workers, sh
 @click.option("--region", default="", help="Storage region label for the records.")
 @click.option("--out", "-o", default="results", show_default=True, help="Folder (or .csv file) for the results.")
 @click.option("--plot/--no-plot", default=True, show_default=True, help="Save the seed's three figures next to the CSV.")
+@click.option("--blocks-per-task", type=click.IntRange(1), default=None,
+              help="Chunks stored per task (default 1, the seed's way); more cuts scheduler cost on huge arrays.")
+@click.option("--warmup/--no-warmup", default=None, help="Untimed read of one chunk per worker thread before each point (default on).")
 def sweep(url, variable, format_, name, workers, repeats, threads_per_worker, cluster_kind, cluster_option,
-          storage_option, source_option, cloud, region, out, plot):
+          storage_option, source_option, cloud, region, out, plot, blocks_per_task, warmup):
     """Sweep a cluster over worker counts reading URL (or CATALOG:ENTRY) into a null sink; write CSV rows."""
     from ..catalog import resolve_entry, split_catalog_spec
     from ..clusters import open_cluster
@@ -52,7 +55,8 @@ def sweep(url, variable, format_, name, workers, repeats, threads_per_worker, cl
         source = open_source(url, variable, format=format_, storage_options=storage_options, name=name,
                              **source_options)
     with open_cluster(cluster_kind, **cluster_options) as cluster:
-        path, records = execute_sweep([source], cluster, counts, repeats, out, {"cloud": cloud, "region": region})
+        path, records = execute_sweep([source], cluster, counts, repeats, out, {"cloud": cloud, "region": region},
+                                      blocks_per_task=blocks_per_task, warmup=warmup)
     finish(path, records, plot)
 
 
