@@ -25,22 +25,27 @@ NCHUNKS = 8  # SMALL_SHAPE (4, 10, 27, 36) in chunks of (1, 5, 27, 36)
 NBYTES = math.prod(SMALL_SHAPE) * 4
 
 
-class RecordingStore:
-    """A sink that keeps what it is given, to check which regions were stored and how often."""
+_REGIONS: list[tuple] = []
+_VALUES: dict[tuple, np.ndarray] = {}
 
-    def __init__(self):
-        self.regions: list[tuple] = []
-        self.values: dict[tuple, np.ndarray] = {}
+
+class RecordingStore:
+    """A sink that keeps what it is given (in this process, like NullStore: copies share it)."""
+
+    regions = _REGIONS
+    values = _VALUES
 
     def __setitem__(self, key, value):
         region = tuple((s.start, s.stop) for s in key)
-        self.regions.append(region)
-        self.values[region] = np.array(value)
+        _REGIONS.append(region)
+        _VALUES[region] = np.array(value)
 
 
 @pytest.mark.parametrize("blocks_per_task", [1, 3, 7, 100])
 def test_grouped_store_writes_every_block_exactly_once(blocks_per_task):
     array = da.arange(7 * 9, chunks=4).reshape(7, 9).rechunk((2, 4))  # 4 x 3 blocks, ragged edges
+    _REGIONS.clear()
+    _VALUES.clear()
     sink = RecordingStore()
     stored, ntasks = null_store(array, sink, blocks_per_task)
     assert ntasks == (12 if blocks_per_task == 1 else math.ceil(12 / blocks_per_task))

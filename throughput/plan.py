@@ -11,8 +11,10 @@ inside one task) while paying the scheduler once per group.
 from __future__ import annotations
 
 import math
+import pickle
 from typing import Any
 
+import cloudpickle
 import dask.array as dsa
 from dask._task_spec import DataNode, Task, TaskRef, convert_legacy_graph
 from dask.base import tokenize
@@ -29,12 +31,15 @@ def check_blocks_per_task(value: Any) -> int:
     return value
 
 
-def _store_group(graph: dict, keys: list) -> int:
+def _store_group(blob: bytes, keys: list) -> int:
     """Run the store tasks of one group, chunk after chunk; returns how many chunks were stored.
 
-    Each chunk's own tasks run depth-first; only values several of them share (the
-    opened Zarr array, say) are kept, so a group holds one chunk at a time.
+    ``blob`` is the group's part of the graph, pickled once when the plan was built
+    (so the scheduler passes bytes along instead of unpickling and re-pickling every
+    chunk's tasks). Each chunk's own tasks run depth-first; only values several of them
+    share (the opened Zarr array, say) are kept, so a group holds one chunk at a time.
     """
+    graph = pickle.loads(blob)
     dependents: dict = {}
     for node in graph.values():
         for dep in node.dependencies:
@@ -99,7 +104,7 @@ def null_store(array: dsa.Array, sink: Any, blocks_per_task: int = 1) -> tuple[A
         group = keys[first:first + blocks_per_task]
         sub = _needed(graph, group)
         key = (name, i)
-        layer[key] = Task(key, _store_group, DataNode(None, sub), group)
+        layer[key] = Task(key, _store_group, DataNode(None, cloudpickle.dumps(sub)), group)
         groups.append(key)
     total = f"{name}-count"
     layer[total] = Task(total, _count, *(TaskRef(k) for k in groups))
