@@ -173,3 +173,14 @@ def test_cli_blocks_per_task_reaches_the_rows(tmp_path, capsys):
     assert row["warmup_seconds"] == "nan"
     assert main(["sweep", "synthetic://t", "--blocks-per-task", "0"]) == 2
     assert "--blocks-per-task" in capsys.readouterr().err
+
+
+def test_workers_sharing_a_process_are_counted_once(seaweed, s3_zarr):
+    from throughput.clusters import open_cluster
+
+    src = throughput.open_source(s3_zarr[2], "temp", storage_options=seaweed.storage_options)
+    with open_cluster("local", processes=False) as cluster:
+        (r,) = run_sweep(src, cluster, [2], repeats=1)
+    assert r.status == "ok" and r.nworkers == 2 and r.nthreads == 2
+    assert r.bytes_received == NBYTES and r.tasks == NCHUNKS and r.requests == NCHUNKS
+    assert r.note == "" and r.busy_fraction <= 1.0 + 1e-6

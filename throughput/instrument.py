@@ -155,7 +155,15 @@ def reset_worker_counters() -> None:
 
 
 def worker_counters() -> dict[str, Any]:
-    """This process's sink counts, per-task log and store requests (run on each worker)."""
+    """This process's sink counts, per-task log and store requests (run on each worker).
+
+    The counters are per process: workers that share a process (``processes=False``)
+    all return the same ones, told apart by ``process`` (host, pid) so that they are
+    counted once.
+    """
+    import os
+    import socket
+
     from .sink import received, task_log
 
-    return {"received": received(), "tasks": task_log(), "requests": store_requests()}
+    return {"process": (socket.gethostname(), os.getpid()), "received": received(), "tasks": task_log(), "requests": store_requests()}

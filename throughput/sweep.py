@@ -57,10 +57,17 @@ def one_line(exc: BaseException, secrets: set[str] = frozenset()) -> str:
 
 
 def _sum_workers(results: dict) -> dict[str, Any]:
-    """Sink totals over the workers, plus each worker's task log and store requests."""
+    """Sink totals over the worker processes, plus each one's task log and store requests.
+
+    Workers sharing a process share its counters: each process is counted once.
+    """
     total: dict[str, Any] = {"bytes": 0, "chunks": 0, "tasks": {}, "requests": {}}
-    for worker, value in results.items():
+    seen: set = set()
+    for worker, value in sorted(results.items()):
         if isinstance(value, dict):
+            if value.get("process") in seen:
+                continue
+            seen.add(value.get("process"))
             total["bytes"] += value["received"]["bytes"]
             total["chunks"] += value["received"]["chunks"]
             total["tasks"][worker] = value["tasks"]
