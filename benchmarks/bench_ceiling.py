@@ -70,6 +70,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--threads", action="store_true", help="workers as threads of one process (processes=False)")
     parser.add_argument("--rounds", type=int, default=7, help="counted rounds (default 7)")
     parser.add_argument("--blocks-per-task", type=int, default=1, help="throughput's blocks per task (default 1)")
+    parser.add_argument("--dask-chunks", default=None,
+                        help="throughput's dask chunks, e.g. 4,20,270,360: each task then reads several stored "
+                             "chunks concurrently through Zarr's async store (default: the stored chunks)")
     parser.add_argument("--smoke", action="store_true", help="tiny array, 2 rounds: checks the script runs")
     args = parser.parse_args(argv)
     if args.smoke:
@@ -92,13 +95,16 @@ def main(argv: list[str] | None = None) -> int:
         url = f"s3://{BUCKET}/gfdl_cm26_like/ocean.zarr"
         print(f"writing a GFDL-like temp array {shape} to {s3.endpoint_url} ...", flush=True)
         write_zarr(gfdl_like(shape), url, s3.storage_options, zarr_format=2)
-        source = open_source(url, "temp", storage_options=s3.storage_options, name="bench-zarr")
+        dask_chunks = tuple(int(v) for v in args.dask_chunks.split(",")) if args.dask_chunks else None
+        source = open_source(url, "temp", storage_options=s3.storage_options, name="bench-zarr", chunks=dask_chunks)
         nbytes = source.nbytes
         raw_array = zarr.open_array(store=f"{url}/temp", mode="r",
                                     storage_options={**s3.storage_options, "max_concurrency": 1})
         compressor, dtype = raw_array.metadata.compressor, raw_array.dtype
         keys = chunk_keys(raw_array)
-        print(f"{len(keys)} chunks of {source.chunksize / 1e6:.3f} MB ({compressor}), {nbytes / 1e6:.1f} MB decoded")
+        print(f"{len(keys)} chunks of {raw_array.nbytes / len(keys) / 1e6:.3f} MB ({compressor}), "
+              f"{nbytes / 1e6:.1f} MB decoded; throughput's tasks read {source.nchunks} dask chunks of "
+              f"{source.chunksize / 1e6:.3f} MB, blocks per task {args.blocks_per_task}")
 
         with open_cluster("local", threads_per_worker=args.threads_per_worker,
                           processes=not args.threads) as cluster:
