@@ -36,14 +36,23 @@ class ResultsFile:
 
     def __init__(self, path: str | os.PathLike):
         self.path = Path(path)
+        self._fd = None
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             new = not self.path.exists() or self.path.stat().st_size == 0
             self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
         except OSError as exc:
             raise ArchiveError(f"Cannot write results to '{self.path}': {exc.strerror or exc}. Choose a writable folder with --out.") from None
+        header = self._line(dict(zip(COLUMNS, COLUMNS)))
         if new:
-            self._write(self._line(dict(zip(COLUMNS, COLUMNS))))
+            self._write(header)
+        else:
+            with self.path.open(encoding="utf-8", errors="replace", newline="") as f:
+                first = f.readline()
+            if first != header:  # appending would put values under the wrong column names
+                self.close()
+                raise ArchiveError(f"Cannot append to '{self.path}': its header is not this version's results "
+                                   "schema (another throughput version, or not a results file). Write to a new file.")
 
     @staticmethod
     def _line(row: dict) -> str:

@@ -43,6 +43,7 @@ from . import catalogs as _catalogs  # noqa: E402,F401
 from . import clusters as _clusters  # noqa: E402,F401
 from . import report as _report  # noqa: E402,F401
 from . import sweep as _sweep  # noqa: E402,F401
+from . import run as _run  # noqa: E402,F401
 
 
 def main(argv: list[str] | None = None) -> int:
