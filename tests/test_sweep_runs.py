@@ -382,3 +382,31 @@ def test_run_check_shows_points_without_running(tmp_path, capfd):
     out = capfd.readouterr().out
     assert "12 point(s), 12 to measure" in out
     assert not (tmp_path / "results").exists()
+
+
+def test_catalog_source_in_a_sweep_file(small_dataset, tmp_path, capfd):
+    pytest.importorskip("throughput.catalog", reason="catalog support lands with the sources-dap-catalogs branch")
+    from throughput.datasets import write_zarr
+
+    write_zarr(small_dataset, str(tmp_path / "ocean.zarr"), zarr_format=2)
+    write(tmp_path / "cat.yaml", """\
+        metadata: {version: 1}
+        sources:
+          ocean:
+            driver: [throughput.catalog.ArraySource, zarr]
+            args: {urlpath: "{{ CATALOG_DIR }}/ocean.zarr", consolidated: true}
+            metadata: {format: zarr, variable: temp, cloud: disk, region: here}
+        """)
+    sweep = write(tmp_path / "s.yaml", """\
+        sources:
+          - catalog: cat.yaml:ocean
+          - {catalog: "cat.yaml:ocean", name: ocean-relabelled, labels: {region: elsewhere}}
+        workers: [1]
+        repeats: 1
+        labels: {cloud: top, tags: {via: catalog}}
+        """)
+    assert main(["run", str(sweep)]) == 0, capfd.readouterr().err
+    rows = rows_of(only_csv(tmp_path / "results"))
+    assert [(r["source"], r["cloud"], r["region"], r["variable"], r["tags"]) for r in rows] == [
+        ("ocean", "disk", "here", "temp", "via=catalog"), ("ocean-relabelled", "disk", "elsewhere", "temp", "via=catalog")]
+    assert all(int(r["bytes_received"]) == NBYTES for r in rows)

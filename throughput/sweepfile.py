@@ -92,8 +92,20 @@ class SourceSpec:
     storage_options: dict[str, Any] = field(default_factory=dict, repr=False)
     workers: tuple[int, ...] = ()
     repeats: int = 1
-    labels: dict[str, Any] = field(default_factory=dict)
-    """``cloud``, ``region`` and ``tags`` (a dict) for the records."""
+    top_labels: dict[str, Any] = field(default_factory=dict)
+    """The sweep file's top-level ``labels``."""
+    own_labels: dict[str, Any] = field(default_factory=dict)
+    """This source's own ``labels`` (they win over every other)."""
+
+    @property
+    def labels(self) -> dict[str, Any]:
+        """``cloud``, ``region`` and ``tags`` (a dict) for the records."""
+        return merge_labels(self.top_labels, self.own_labels)
+
+    def labels_with(self, found: dict[str, Any]) -> dict[str, Any]:
+        """Labels when the source itself knows some (a catalog entry's cloud and region):
+        the source's own labels win, then what was found, then the top-level ones."""
+        return merge_labels(merge_labels(self.top_labels, {k: v for k, v in found.items() if v}), self.own_labels)
 
     @property
     def points(self) -> list[tuple[int, int]]:
@@ -299,6 +311,14 @@ class _Checker:
         if "://" in text or text.startswith(("synthetic:", "/")) or re.match(r"^[A-Za-z]+::", text):
             return text
         return str((self.base / text).resolve()) if not Path(text).is_absolute() else text
+
+
+def merge_labels(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
+    """``over`` wins for cloud and region; tags are merged key by key."""
+    merged = {**base, **{k: v for k, v in over.items() if k != "tags"}}
+    if base.get("tags") or over.get("tags"):
+        merged["tags"] = {**base.get("tags", {}), **over.get("tags", {})}
+    return merged
 
 
 def _join(where: str, key: Any) -> str:
@@ -534,9 +554,6 @@ def _check_source(checker: _Checker, raw: Any, where: str, default_workers: tupl
     if "repeats" in found:
         repeats = checker.integer(found["repeats"], _join(where, "repeats"), 1, MAX_REPEATS, "3")
     own = checker.labels(found.get("labels"), _join(where, "labels"))
-    merged = {**labels, **{k: v for k, v in own.items() if k != "tags"}}
-    if labels.get("tags") or own.get("tags"):
-        merged["tags"] = {**labels.get("tags", {}), **own.get("tags", {})}
 
     name = checker.text(found.get("name"), _join(where, "name"), "a short name, like gcs-zarr")
     if name is None:
@@ -546,7 +563,8 @@ def _check_source(checker: _Checker, raw: Any, where: str, default_workers: tupl
     if url is not None:
         url = checker.local_path(url)
     return SourceSpec(name=name, where=where, url=url, catalog=catalog, format=fmt, variable=variable,
-                      storage_options=options, workers=workers, repeats=repeats, labels=merged)
+                      storage_options=options, workers=workers, repeats=repeats, top_labels=labels,
+                      own_labels=own)
 
 
 def _looks_like_url(text: str) -> bool:
@@ -587,31 +605,30 @@ def load_sweep_file(path: str | os.PathLike, environ: Mapping[str, str] | None =
 # -- opening -------------------------------------------------------------------------------
 
 def open_spec(spec: SourceSpec):
-    """Open the lazy array a source spec names (a URL, or a catalog entry through throughput.catalog)."""
+    """Open the lazy array a source spec names; returns it and the labels its records get.
+
+    A ``catalog:`` source is resolved through :mod:`throughput.catalog` (intake), whose
+    entry may know its ``cloud`` and ``region``; the source's own labels still win.
+    """
     from .sources import open_source
 
-    if spec.catalog is not None:
-        return open_catalog_entry(spec.catalog, variable=spec.variable, storage_options=spec.storage_options,
-                                  name=spec.name)
-    return open_source(spec.url, spec.variable, format=spec.format, storage_options=spec.storage_options,
-                       name=spec.name)
+    if spec.catalog is None:
+        source = open_source(spec.url, spec.variable, format=spec.format, storage_options=spec.storage_options,
+                             name=spec.name)
+        return source, spec.labels
+    entry = resolve_catalog_entry(spec.catalog)
+    # storage_options of the sweep file reach the data (merged over the entry's), not the catalog file
+    source = entry.open(spec.variable, format=spec.format, storage_options=spec.storage_options, name=spec.name)
+    return source, spec.labels_with(entry.labels)
 
 
-def open_catalog_entry(ref: str, *, variable: str | None, storage_options: dict[str, Any], name: str):
-    """Resolve ``CATALOG:ENTRY`` to a :class:`~throughput.sources.Source` via :mod:`throughput.catalog`.
-
-    The one place sweep files meet catalogs: the catalog module (intake) owns the
-    catalog format; this only splits the reference and hands it over.
-    """
-    import importlib
-
-    catalog, _, entry = ref.rpartition(":")
+def resolve_catalog_entry(ref: str):
+    """``CATALOG:ENTRY`` -> :class:`throughput.catalog.CatalogEntry`: the one place sweep files meet catalogs."""
     try:
-        module = importlib.import_module("throughput.catalog")
+        from .catalog import resolve_entry
     except ModuleNotFoundError as exc:
-        if exc.name != "throughput.catalog":
+        if exc.name not in ("throughput.catalog", "intake"):
             raise
-        raise UsageError(f"Catalog entry '{redact_text(ref)}' cannot be opened: this build of throughput has no "
-                         "catalog support (throughput.catalog). Give the source as url: instead.") from None
-    opener = getattr(module, "open_entry", None) or module.open_catalog_source
-    return opener(catalog, entry, variable=variable, storage_options=storage_options or None, name=name)
+        raise UsageError(f"Catalog entry '{redact_text(ref)}' cannot be opened: catalog support needs "
+                         f"{exc.name}, which is not installed. Give the source as url: instead.") from None
+    return resolve_entry(ref)

@@ -92,10 +92,10 @@ def measure(plan, path: Path, todo: list, secrets: set[str], sweep_file: Path) -
 
     wanted = {spec.name for spec, _, _ in todo}
     todo_set = {(spec.name, n, r) for spec, n, r in todo}
-    sources = {}
+    sources, labels = {}, {}
     for spec in plan.sources:  # all opened before the cluster starts: a bad source fails fast
         if spec.name in wanted:
-            sources[spec.name] = open_spec(spec)
+            sources[spec.name], labels[spec.name] = open_spec(spec)
     run_id = new_run_id()
     records = []
     started = time.monotonic()
@@ -116,7 +116,7 @@ def measure(plan, path: Path, todo: list, secrets: set[str], sweep_file: Path) -
                     def on_start(n, r, spec=spec):
                         progress.update(task, description=f"{spec.name}: {n} worker(s), repeat {r + 1}/{spec.repeats}")
 
-                    for record in sweep(sources[spec.name], cluster, spec.workers, spec.repeats, labels=spec.labels,
+                    for record in sweep(sources[spec.name], cluster, spec.workers, spec.repeats, labels=labels[spec.name],
                                         run_id=run_id, retries=plan.retries, timeout=plan.wait_timeout,
                                         secrets=frozenset(secrets), skip=skip, on_start=on_start):
                         record = scrub(record, secrets)
