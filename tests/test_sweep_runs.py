@@ -410,3 +410,15 @@ def test_catalog_source_in_a_sweep_file(small_dataset, tmp_path, capfd):
     assert [(r["source"], r["cloud"], r["region"], r["variable"], r["tags"]) for r in rows] == [
         ("ocean", "disk", "here", "temp", "via=catalog"), ("ocean-relabelled", "disk", "elsewhere", "temp", "via=catalog")]
     assert all(int(r["bytes_received"]) == NBYTES for r in rows)
+
+
+def test_errors_shown_to_the_user_carry_no_secret(tmp_path, capfd, monkeypatch):
+    monkeypatch.setenv("TP_HIDDEN", "hidden-value-1234")
+    sweep = write(tmp_path / "s.yaml", """\
+        sources: ["synthetic://t?shape=4,4&chunks=2,2&dtype=${TP_HIDDEN}"]
+        workers: [1]
+        """)
+    assert main(["run", str(sweep)]) == 2
+    err = capfd.readouterr().err
+    assert "Unknown dtype '***'" in err and "hidden-value-1234" not in err
+    assert not (tmp_path / "results").exists()  # the source failed before any file or cluster

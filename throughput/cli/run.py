@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import click
@@ -25,6 +27,19 @@ def scrub(record, secrets):
     return dataclasses.replace(record, **changes)
 
 
+@contextlib.contextmanager
+def scrubbed_errors(secrets: set[str]) -> Iterator[None]:
+    """Whatever goes wrong, the message that reaches the user carries no known secret value."""
+    from ..redact import redact_text
+
+    try:
+        yield
+    except Exception as exc:
+        if secrets:
+            exc.args = (redact_text(str(exc), secrets),)
+        raise
+
+
 @cli.command()
 @click.argument("sweep_file", type=click.Path(dir_okay=False, path_type=Path))
 @click.option("--resume", is_flag=True, help="Continue this sweep file's latest results file: skip points it holds.")
@@ -38,13 +53,24 @@ def scrub(record, secrets):
 @click.option("--check", is_flag=True, help="Check the sweep file and show its points; run nothing.")
 def run(sweep_file, resume, retry_failed, results_file, output, upload_url, upload_option, no_upload, check):
     """Run the sweep described by SWEEP_FILE (YAML) unattended; write one results CSV; upload it."""
-    from ..resume import choose_results_path, recorded_points
-    from ..sweepfile import UploadTarget, load_sweep_file
+    from ..sweepfile import load_sweep_file
 
     plan = load_sweep_file(sweep_file)
     for warning in plan.warnings:
         err_console.print(f"warning: {warning}", markup=False)
     secrets = set(plan.secrets)
+    with scrubbed_errors(secrets):
+        run_plan(plan, sweep_file, secrets, resume=resume, retry_failed=retry_failed, results_file=results_file,
+                 output=output, upload_url=upload_url, upload_option=upload_option, no_upload=no_upload,
+                 check=check)
+
+
+def run_plan(plan, sweep_file: Path, secrets: set[str], *, resume, retry_failed, results_file, output,
+             upload_url, upload_option, no_upload, check) -> None:
+    """Everything ``throughput run`` does once the sweep file is checked."""
+    from ..resume import choose_results_path, recorded_points
+    from ..sweepfile import UploadTarget
+
     target = None if no_upload else plan.upload
     if upload_url:
         target = UploadTarget(upload_url, parse_options(upload_option, "--upload-option"))
@@ -151,7 +177,8 @@ def show_plan(plan, path: Path, todo: list, target) -> None:
     for column in ("source", "url or catalog entry", "workers", "repeats", "labels"):
         table.add_column(column)
     for spec in plan.sources:
-        labels = ", ".join(f"{k}={v}" for k, v in spec.labels.items())
+        labels = ", ".join(f"{k}={';'.join(f'{a}={b}' for a, b in v.items()) if isinstance(v, dict) else v}"
+                           for k, v in spec.labels.items())
         table.add_row(spec.name, redact_text(spec.url or spec.catalog, plan.secrets),
                       ",".join(map(str, spec.workers)), str(spec.repeats), redact_text(labels, plan.secrets))
     out_console.print(table)
@@ -192,6 +219,7 @@ def upload(items, sweep_file, storage_option):
     code is 1.
     """
     from ..errors import UsageError
+    from ..redact import secret_values
     from ..upload import upload_files
 
     options = {}
@@ -216,8 +244,9 @@ def upload(items, sweep_file, storage_option):
     else:
         url = items.pop()
     options.update(parse_options(storage_option))
-    for uploaded in upload_files(items, url, options, secrets=secrets, sweep_file=sweep_file):
-        err_console.print(f"uploaded: {uploaded}", markup=False)
+    with scrubbed_errors(secrets | secret_values(options)):
+        for uploaded in upload_files(items, url, options, secrets=secrets, sweep_file=sweep_file):
+            err_console.print(f"uploaded: {uploaded}", markup=False)
 
 
 @cli.command()
@@ -229,13 +258,14 @@ def collect(locations, out, storage_option):
     into one schema-v1 file, identical rows kept once."""
     from ..collect import collect as collect_rows
     from ..collect import write_table
-    from ..redact import redact_text
+    from ..redact import redact_text, secret_values
 
     options = parse_options(storage_option)
-    merged = collect_rows(list(locations), options)
-    for name, columns in merged.dropped_columns.items():
-        err_console.print(f"note: {redact_text(name)}: column(s) {columns} are not in schema v1 and were left out",
-                          markup=False)
-    write_table(merged.table, out, options)
+    with scrubbed_errors(secret_values(options)):
+        merged = collect_rows(list(locations), options)
+        for name, columns in merged.dropped_columns.items():
+            err_console.print(f"note: {redact_text(name)}: column(s) {columns} are not in schema v1 and were left out",
+                              markup=False)
+        write_table(merged.table, out, options)
     err_console.print(f"{len(merged.table)} row(s) from {len(merged.files)} file(s) "
                       f"({merged.duplicates} duplicate(s) dropped) -> {redact_text(out)}", markup=False)
