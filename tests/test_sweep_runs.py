@@ -422,3 +422,4 @@ def test_errors_shown_to_the_user_carry_no_secret(tmp_path, capfd, monkeypatch):
     err = capfd.readouterr().err
     assert "Unknown dtype '***'" in err and "hidden-value-1234" not in err
     assert not (tmp_path / "results").exists()  # the source failed before any file or cluster
+

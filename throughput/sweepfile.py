@@ -60,6 +60,8 @@ LABEL_KEYS = ("cloud", "region", "tags")
 UPLOAD_KEYS = ("url", "storage_options")
 MAX_WORKERS = 100_000
 MAX_REPEATS = 10_000
+#: gcsfs ``token`` values that name a way to authenticate, not a credential
+TOKEN_MODES = frozenset({"anon", "google_default", "cache", "cloud", "browser"})
 _ENV_REF = re.compile(r"\$\$\{|\$\{([^}]*)\}")
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.@+-]*\Z")
@@ -331,7 +333,7 @@ def _secret_paths(options: Any, where: str) -> list[str]:
     if isinstance(options, dict):
         for k, v in options.items():
             spot = _join(where, k)
-            if isinstance(v, str) and is_secret_key(k) and v:
+            if isinstance(v, str) and is_secret_key(k) and v and v not in TOKEN_MODES:
                 found.append(spot)
             else:
                 found += _secret_paths(v, spot)
@@ -486,9 +488,9 @@ def check_sweep(data: Any, path: str | os.PathLike = "<sweep>", environ: Mapping
         raise SweepFileError(str(path), _in_file_order(checker.problems, list(top)))
     secrets = set(checker.secrets)
     for spec in sources:
-        secrets |= secret_values(spec.storage_options)
+        secrets |= secret_values(spec.storage_options) - TOKEN_MODES
     if upload is not None:
-        secrets |= secret_values(upload.storage_options)
+        secrets |= secret_values(upload.storage_options) - TOKEN_MODES
     return SweepPlan(path=path, name=name, digest=digest, sources=tuple(sources), cluster_kind=kind,
                      cluster_options=cluster_options, wait_timeout=timeout, retries=retries,
                      output=Path(checker.local_path(output)), upload=upload, secrets=frozenset(secrets),

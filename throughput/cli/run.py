@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import shlex
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -99,7 +100,7 @@ def run_plan(plan, sweep_file: Path, secrets: set[str], *, resume, retry_failed,
     if target is not None:
         from ..upload import upload_files
 
-        sweep_arg = sweep_file if not upload_url else None
+        sweep_arg = sweep_file.resolve() if not upload_url else None
         for url in upload_files([path], target.url, target.storage_options, secrets=secrets, sweep_file=sweep_arg):
             err_console.print(f"uploaded: {url}", markup=False)
     failed = sum(r.status != "ok" for r in records)
@@ -151,9 +152,9 @@ def measure(plan, path: Path, todo: list, secrets: set[str], sweep_file: Path) -
                         progress.advance(task)
                         line = point_line(record, spec.repeats, len(records), len(todo), started)
                         progress.console.print(line, markup=False)
-        except (KeyboardInterrupt, Interrupted):
-            err_console.print(f"{len(records)} row(s) written to {path}; measure the rest with: "
-                              f"throughput run {sweep_file} --resume", markup=False)
+        except (Exception, KeyboardInterrupt, Interrupted):
+            again = shlex.join(["throughput", "run", str(sweep_file.resolve()), "--resume"])
+            err_console.print(f"{len(records)} row(s) written to {path}; measure the rest with: {again}", markup=False)
             raise
     return records
 
