@@ -423,3 +423,17 @@ def test_errors_shown_to_the_user_carry_no_secret(tmp_path, capfd, monkeypatch):
     assert "Unknown dtype '***'" in err and "hidden-value-1234" not in err
     assert not (tmp_path / "results").exists()  # the source failed before any file or cluster
 
+
+
+def test_collect_keeps_error_rows(tmp_path):
+    from throughput.archive import ResultsFile
+    from throughput.collect import collect
+    from throughput.records import Record
+
+    with ResultsFile(tmp_path / "a.csv") as results:
+        results.append(Record(run_id="r1", timestamp="2026-01-01T00:00:00+00:00", source="s", status="error",
+                              error="OSError: unreadable", requested_workers=2))
+    merged = collect([str(tmp_path / "a.csv"), str(tmp_path)])
+    assert merged.rows_read == 2 and merged.duplicates == 1 and len(merged.table) == 1
+    row = merged.table.iloc[0]
+    assert (row["status"], row["runtime"], row["error"]) == ("error", "nan", "OSError: unreadable")

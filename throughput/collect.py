@@ -76,7 +76,7 @@ def read_rows(url: str, storage_options: dict[str, Any] | None = None) -> tuple[
                            f"needs at least {list(REQUIRED)}.")
     for column in REQUIRED:
         text = frame[column].str.strip()
-        bad = text.ne("") & pd.to_numeric(text, errors="coerce").isna()
+        bad = ~text.map(_is_number)
         if bad.any():
             row = int(bad.idxmax())
             raise ArchiveError(f"'{redact_text(url)}' row {row + 2}, column '{column}': got '{text[row][:40]}'; "
@@ -87,6 +87,17 @@ def read_rows(url: str, storage_options: dict[str, Any] | None = None) -> tuple[
         if column not in frame:
             frame[column] = ""
     return frame.loc[:, list(COLUMNS)], extra
+
+
+def _is_number(text: str) -> bool:
+    """Empty, or anything ``float`` reads (``nan`` included: failed runs have no runtime)."""
+    if not text:
+        return True
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
 
 
 def _fill_seed_columns(frame: pd.DataFrame, origin: str) -> None:

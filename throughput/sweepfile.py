@@ -312,7 +312,8 @@ class _Checker:
         """Relative local paths are relative to the sweep file's folder."""
         if "://" in text or text.startswith(("synthetic:", "/")) or re.match(r"^[A-Za-z]+::", text):
             return text
-        return str((self.base / text).resolve()) if not Path(text).is_absolute() else text
+        path = Path(text).expanduser()
+        return str(path) if path.is_absolute() else str((self.base / path).resolve())
 
 
 def merge_labels(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
