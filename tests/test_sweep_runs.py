@@ -306,6 +306,7 @@ def test_failed_run_upload_gives_a_retry_command_that_works(tmp_path, capfd):
         sources: ["synthetic://t?shape=4,8&chunks=2,8"]
         workers: [1]
         repeats: 2
+        cluster: {kind: local, options: {processes: false}}   # one worker: threads start faster
         upload: archive/sub/
         """)
     assert main(["run", str(sweep)]) == 1
@@ -342,9 +343,15 @@ SEED_CSV = """\
 
 
 def test_collect_merges_layouts_and_drops_duplicates(seaweed, bucket, tmp_path, capfd):
-    sweep = write(tmp_path / "s.yaml", "sources: ['synthetic://t?shape=4,8&chunks=2,8']\nworkers: [1]\nrepeats: 2\n")
-    assert main(["run", str(sweep)]) == 0
-    ours = only_csv(tmp_path / "results")
+    from throughput.archive import ResultsFile
+    from throughput.records import Record
+
+    ours = tmp_path / "results" / "ours.csv"
+    with ResultsFile(ours) as results:
+        for repeat in range(2):
+            results.append(Record(run_id="r1", timestamp=f"2026-01-01T00:00:0{repeat}+00:00", source="s", nbytes=64,
+                                  nworkers=1, nthreads=1, ncores=1, runtime=0.1 + repeat / 3,
+                                  throughput_MBps=64e-6 / (0.1 + repeat / 3), repeat=repeat))
     (tmp_path / "seed").mkdir()
     seed = write(tmp_path / "seed" / "OSN-test-1.csv", SEED_CSV)
     fs = seaweed.filesystem()
@@ -403,6 +410,7 @@ def test_catalog_source_in_a_sweep_file(small_dataset, tmp_path, capfd):
           - {catalog: "cat.yaml:ocean", name: ocean-relabelled, labels: {region: elsewhere}}
         workers: [1]
         repeats: 1
+        cluster: {kind: local, options: {processes: false}}
         labels: {cloud: top, tags: {via: catalog}}
         """)
     assert main(["run", str(sweep)]) == 0, capfd.readouterr().err

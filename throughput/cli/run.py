@@ -100,7 +100,8 @@ def run_plan(plan, sweep_file: Path, secrets: set[str], *, resume, retry_failed,
     if target is not None:
         from ..upload import upload_files
 
-        sweep_arg = sweep_file.resolve() if not upload_url else None
+        # the sweep file holds the target and its credentials, unless the command line changed them
+        sweep_arg = sweep_file.resolve() if not (upload_url or upload_option) else None
         for url in upload_files([path], target.url, target.storage_options, secrets=secrets, sweep_file=sweep_arg):
             err_console.print(f"uploaded: {url}", markup=False)
     failed = sum(r.status != "ok" for r in records)
