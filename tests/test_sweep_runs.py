@@ -445,3 +445,16 @@ def test_collect_keeps_error_rows(tmp_path):
     assert merged.rows_read == 2 and merged.duplicates == 1 and len(merged.table) == 1
     row = merged.table.iloc[0]
     assert (row["status"], row["runtime"], row["error"]) == ("error", "nan", "OSError: unreadable")
+
+
+def test_upload_refused_by_the_store(seaweed, bucket, tmp_path, capfd):
+    results = write(tmp_path / "results.csv", ",".join(COLUMNS) + "\n")
+    url = f"s3://{bucket}/team/"
+    args = ["upload", str(results), url, "-s", f"key={seaweed.access_key}", "-s", "secret=wrong-secret-123",
+            "-s", f"client_kwargs.endpoint_url={seaweed.endpoint_url}"]
+    assert main(args) == 1
+    err = capfd.readouterr().err
+    assert f"throughput: error: upload to {url}results.csv failed: PermissionError: " in err
+    assert f"The results are kept locally in '{results}'. Retry with: throughput upload {results} {url} " in err
+    assert "wrong-secret-123" not in err and seaweed.access_key not in err
+    assert not seaweed.filesystem().exists(f"{bucket}/team/results.csv")
