@@ -392,7 +392,6 @@ def test_run_check_shows_points_without_running(tmp_path, capfd):
 
 
 def test_catalog_source_in_a_sweep_file(small_dataset, tmp_path, capfd):
-    pytest.importorskip("throughput.catalog", reason="catalog support lands with the sources-dap-catalogs branch")
     from throughput.datasets import write_zarr
 
     write_zarr(small_dataset, str(tmp_path / "ocean.zarr"), zarr_format=2)
