@@ -71,19 +71,19 @@ def test_every_problem_reported_with_key_paths(tmp_path, capfd):
     err = capfd.readouterr().err
     expected = [
         "has 13 problems:",
-        "  name: got 'bad name!'; use letters, digits and . _ - + @ (it names the results file).",
-        "  sources[0].varible: unknown key; did you mean 'variable'? Accepted: url, catalog, name,",
-        "  sources[0].workers[0]: got 0; worker counts must be positive integers (at most 100000), like 1, 2, 4.",
-        "  sources[0].workers[2]: worker count 2 is listed twice; list each count once (use repeats for more runs).",
-        "  sources[0].workers[3]: got 'x'; worker counts must be positive integers",
-        "  sources[1].catalog: got 'no-entry-here'; must be CATALOG:ENTRY, like catalogs/pangeo.yaml:gfdl_cm26_ocean.",
-        "  sources[2].storage_options.key: environment variable 'TP_UNSET_VARIABLE' is not set",
-        "  sources[3].url: Unknown URL protocol 'zz' in 'zz://foo'.",
-        "  sources[3].repeats: got 0; must be an integer from 1 to 10000, like 3.",
-        "  workers[1]: got ''; worker counts must be positive integers",
-        "  cluster.kind: unknown cluster kind 'kube'; must be one of [",
-        "  labels.cloud: got [1]; must be a short label, like 'aws' or 'us-west-2'.",
-        "  upload.extra: unknown key; Accepted: url, storage_options.",
+        "[1] name: got 'bad name!'; use letters, digits and . _ - + @ (it names the results file).",
+        "[2] sources[0].varible: unknown key; did you mean 'variable'? Accepted: url, catalog, name,",
+        "[3] sources[0].workers[0]: got 0; worker counts must be positive integers (at most 100000), like 1, 2, 4.",
+        "[4] sources[0].workers[2]: worker count 2 is listed twice; list each count once (use repeats for more runs).",
+        "[5] sources[0].workers[3]: got 'x'; worker counts must be positive integers",
+        "[6] sources[1].catalog: got 'no-entry-here'; must be CATALOG:ENTRY, like catalogs/pangeo.yaml:gfdl_cm26_ocean.",
+        "[7] sources[2].storage_options.key: environment variable 'TP_UNSET_VARIABLE' is not set",
+        "[8] sources[3].url: Unknown URL protocol 'zz' in 'zz://foo'.",
+        "[9] sources[3].repeats: got 0; must be an integer from 1 to 10000, like 3.",
+        "[10] workers[1]: got ''; worker counts must be positive integers",
+        "[11] cluster.kind: unknown cluster kind 'kube'; must be one of [",
+        "[12] labels.cloud: got [1]; must be a short label, like 'aws' or 'us-west-2'.",
+        "[13] upload.extra: unknown key; Accepted: url, storage_options.",
     ]
     for line in expected:
         assert line in err, line
@@ -120,6 +120,7 @@ def test_single_problems(tmp_path, text, where, message):
         load_sweep_file(path)
     assert [w for w, _ in info.value.problems] == [where], info.value.problems
     assert message in info.value.problems[0][1]
+    assert "\n" not in str(info.value)  # one problem, one line
 
 
 def test_environment_references_are_used_and_secret(tmp_path):
@@ -428,7 +429,8 @@ def test_errors_shown_to_the_user_carry_no_secret(tmp_path, capfd, monkeypatch):
     assert main(["run", str(sweep)]) == 2
     err = capfd.readouterr().err
     assert "Unknown dtype '***'" in err and "hidden-value-1234" not in err
-    assert not (tmp_path / "results").exists()  # the source failed before any file or cluster
+    # the results file was opened first (preflight), and removed again: no row, no file
+    assert not list((tmp_path / "results").glob("*"))
 
 
 

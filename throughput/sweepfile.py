@@ -73,9 +73,13 @@ class SweepFileError(UsageError):
     def __init__(self, path: str, problems: list[tuple[str, str]]):
         self.path = path
         self.problems = problems
-        lines = [f"  {where}: {what}" if where else f"  {what}" for where, what in problems]
-        noun = "problem" if len(problems) == 1 else "problems"
-        super().__init__(f"Sweep file '{path}' has {len(problems)} {noun}:\n" + "\n".join(lines))
+        items = [f"{where}: {what}" if where else what for where, what in problems]
+        if len(items) == 1:  # one problem, one line
+            message = f"Sweep file '{path}': {items[0]}"
+        else:  # numbered, so the list still reads well if it is ever joined into one line
+            listed = "\n".join(f"  [{i}] {item}" for i, item in enumerate(items, start=1))
+            message = f"Sweep file '{path}' has {len(items)} problems:\n{listed}"
+        super().__init__(message)
 
 
 @dataclass(frozen=True)

@@ -112,8 +112,33 @@ def run_plan(plan, sweep_file: Path, secrets: set[str], *, resume, retry_failed,
 
 
 def measure(plan, path: Path, todo: list, secrets: set[str], sweep_file: Path) -> list:
-    """Open the sources, start the cluster, measure the points in ``todo``; rows go to ``path`` as they end."""
+    """Open the sources, start the cluster, measure the points in ``todo``; rows go to ``path`` as they end.
+
+    The results file is opened first (a preflight: an unwritable folder or a full disk
+    is found before any data is read or any cluster starts); a new file that got no row
+    is removed again, so a sweep that could not start leaves nothing behind.
+    """
     from ..archive import ResultsFile
+
+    records: list = []
+    new = not path.exists() or path.stat().st_size == 0
+    results = ResultsFile(path)
+    try:
+        with results:
+            err_console.print(f"results: {path}", markup=False)
+            _measure_into(results, plan, todo, secrets, records)
+    except (Exception, KeyboardInterrupt, Interrupted):
+        if new and not records:
+            with contextlib.suppress(OSError):
+                path.unlink()
+        elif records:
+            again = shlex.join(["throughput", "run", str(sweep_file.resolve()), "--resume"])
+            err_console.print(f"{len(records)} row(s) written to {path}; measure the rest with: {again}", markup=False)
+        raise
+    return records
+
+
+def _measure_into(results, plan, todo: list, secrets: set[str], records: list) -> None:
     from ..clusters import open_cluster
     from ..sweep import new_run_id, sweep
     from ..sweepfile import open_spec
@@ -125,39 +150,30 @@ def measure(plan, path: Path, todo: list, secrets: set[str], sweep_file: Path) -
         if spec.name in wanted:
             sources[spec.name], labels[spec.name] = open_spec(spec)
     run_id = new_run_id()
-    records = []
     started = time.monotonic()
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
-    with ResultsFile(path) as results:
-        err_console.print(f"results: {path}", markup=False)
-        try:
-            with open_cluster(plan.cluster_kind, **plan.cluster_options) as cluster, \
-                    Progress(*columns, console=err_console) as progress:
-                task = progress.add_task("starting", total=len(todo))
-                for spec in plan.sources:
-                    if spec.name not in wanted:
-                        continue
+    with open_cluster(plan.cluster_kind, **plan.cluster_options) as cluster, \
+            Progress(*columns, console=err_console) as progress:
+        task = progress.add_task("starting", total=len(todo))
+        for spec in plan.sources:
+            if spec.name not in wanted:
+                continue
 
-                    def skip(n, r, name=spec.name):
-                        return (name, n, r) not in todo_set
+            def skip(n, r, name=spec.name):
+                return (name, n, r) not in todo_set
 
-                    def on_start(n, r, spec=spec):
-                        progress.update(task, description=f"{spec.name}: {n} worker(s), repeat {r + 1}/{spec.repeats}")
+            def on_start(n, r, spec=spec):
+                progress.update(task, description=f"{spec.name}: {n} worker(s), repeat {r + 1}/{spec.repeats}")
 
-                    for record in sweep(sources[spec.name], cluster, spec.workers, spec.repeats, labels=labels[spec.name],
-                                        run_id=run_id, retries=plan.retries, timeout=plan.wait_timeout,
-                                        secrets=frozenset(secrets), skip=skip, on_start=on_start):
-                        record = scrub(record, secrets)
-                        results.append(record)
-                        records.append(record)
-                        progress.advance(task)
-                        line = point_line(record, spec.repeats, len(records), len(todo), started)
-                        progress.console.print(line, markup=False)
-        except (Exception, KeyboardInterrupt, Interrupted):
-            again = shlex.join(["throughput", "run", str(sweep_file.resolve()), "--resume"])
-            err_console.print(f"{len(records)} row(s) written to {path}; measure the rest with: {again}", markup=False)
-            raise
-    return records
+            for record in sweep(sources[spec.name], cluster, spec.workers, spec.repeats, labels=labels[spec.name],
+                                run_id=run_id, retries=plan.retries, timeout=plan.wait_timeout,
+                                secrets=frozenset(secrets), skip=skip, on_start=on_start):
+                record = scrub(record, secrets)
+                results.append(record)
+                records.append(record)
+                progress.advance(task)
+                line = point_line(record, spec.repeats, len(records), len(todo), started)
+                progress.console.print(line, markup=False)
 
 
 def point_line(record, repeats: int, done: int, total: int, started: float) -> str:
