@@ -312,6 +312,8 @@ def test_failed_run_upload_gives_a_retry_command_that_works(tmp_path, capfd):
         """)
     assert main(["run", str(sweep)]) == 1
     err = capfd.readouterr().err
+    assert (f"warning: uploading to {tmp_path / 'archive/sub'} would fail now: '{blocker}' is a file, not a folder. "
+            "The sweep runs; the upload is tried at the end.") in err
     local = only_csv(tmp_path / "results")
     assert len(rows_of(local)) == 2
     retry = f"throughput upload {local} {tmp_path / 'archive/sub/'} --sweep {sweep.resolve()}"
@@ -459,3 +461,13 @@ def test_upload_refused_by_the_store(seaweed, bucket, tmp_path, capfd):
     assert f"The results are kept locally in '{results}'. Retry with: throughput upload {results} {url} " in err
     assert "wrong-secret-123" not in err and seaweed.access_key not in err
     assert not seaweed.filesystem().exists(f"{bucket}/team/results.csv")
+
+
+def test_upload_target_checked_before_the_sweep(moto_s3, tmp_path):
+    from throughput.upload import check_target
+
+    moto_s3.make_bucket("present-bucket")
+    assert check_target("s3://present-bucket/team/", moto_s3.storage_options) is None
+    assert check_target("s3://absent-bucket/team/", moto_s3.storage_options) == (
+        "bucket 'absent-bucket' does not exist (or cannot be seen with these credentials)")
+    assert check_target(str(tmp_path / "new" / "folder"), None) is None  # made when uploading

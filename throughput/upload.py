@@ -84,6 +84,37 @@ def put_whole(data: bytes, url: str, storage_options: dict[str, Any] | None = No
         raise OSError(f"the uploaded object has {size} bytes, the file {len(data)}")
 
 
+def check_target(target: str, storage_options: dict[str, Any] | None = None,
+                 secrets: set[str] | frozenset[str] = frozenset()) -> str | None:
+    """Why an upload to ``target`` would fail now, or None if nothing is known to be wrong.
+
+    Run before a long sweep so that a mistyped bucket or a server that is down is
+    reported at the start; nothing is written.
+    """
+    from .sweep import one_line
+
+    try:
+        fs, path = fsspec.core.url_to_fs(target, **copy.deepcopy(storage_options or {}))
+        if _protocol(target) == "file":
+            folder = Path(path if not path.lower().endswith(".csv") else os.path.dirname(path))
+            while not folder.exists() and folder != folder.parent:
+                folder = folder.parent
+            if not folder.is_dir():
+                return f"'{folder}' is a file, not a folder"
+            if not os.access(folder, os.W_OK):
+                return f"folder '{folder}' is not writable"
+            return None
+        if _protocol(target) in ATOMIC_PUT:
+            bucket = path.split("/", 1)[0]
+            if not fs.exists(bucket):
+                return f"bucket '{bucket}' does not exist (or cannot be seen with these credentials)"
+            return None
+        fs.exists(path)
+    except Exception as exc:  # noqa: BLE001  (a warning: whatever the backend raises, say it)
+        return one_line(exc, set(secrets) | secret_values(storage_options or {}))
+    return None
+
+
 def retry_command(files: list[Path], target: str, storage_options: dict[str, Any] | None = None,
                   sweep_file: str | os.PathLike | None = None) -> str:
     """The exact command that retries an upload, with no secret in it.
@@ -157,4 +188,5 @@ def upload_files(files: list[str | os.PathLike], target: str, storage_options: d
     return [redact_text(u, secrets) for u in done]
 
 
-__all__ = ["ATOMIC_PUT", "UploadError", "destination", "put_whole", "retry_command", "upload_files"]
+__all__ = ["ATOMIC_PUT", "UploadError", "check_target", "destination", "put_whole", "retry_command",
+           "upload_files"]

@@ -69,6 +69,7 @@ def run(sweep_file, resume, retry_failed, results_file, output, upload_url, uplo
 def run_plan(plan, sweep_file: Path, secrets: set[str], *, resume, retry_failed, results_file, output,
              upload_url, upload_option, no_upload, check) -> None:
     """Everything ``throughput run`` does once the sweep file is checked."""
+    from ..redact import redact_text
     from ..resume import choose_results_path, recorded_points
     from ..sweepfile import UploadTarget
 
@@ -90,6 +91,14 @@ def run_plan(plan, sweep_file: Path, secrets: set[str], *, resume, retry_failed,
     if check:
         show_plan(plan, path, todo, target)
         return
+    if target is not None and todo:
+        from ..upload import check_target
+
+        problem = check_target(target.url, target.storage_options, secrets)
+        if problem:
+            err_console.print(f"warning: uploading to {redact_text(target.url, secrets)} would fail now: "
+                              f"{redact_text(problem, secrets)}. The sweep runs; the upload is tried at the end.",
+                              markup=False)
     if existing:
         err_console.print(f"resuming {path}: {plan.total - len(todo)} of {plan.total} point(s) already recorded, "
                           f"{len(todo)} to measure", markup=False)
