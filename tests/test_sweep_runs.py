@@ -471,3 +471,23 @@ def test_upload_target_checked_before_the_sweep(moto_s3, tmp_path):
     assert check_target("s3://absent-bucket/team/", moto_s3.storage_options) == (
         "bucket 'absent-bucket' does not exist (or cannot be seen with these credentials)")
     assert check_target(str(tmp_path / "new" / "folder"), None) is None  # made when uploading
+
+
+def test_recorded_points_and_retry_failed(tmp_path):
+    from throughput.archive import ResultsFile
+    from throughput.records import Record
+    from throughput.resume import choose_results_path, recorded_points
+
+    path = tmp_path / "out" / "20260101T000000Z_s_abc.csv"
+    with ResultsFile(path) as results:
+        for n, r, status in [(1, 0, "ok"), (1, 1, "error"), (2, 0, "error"), (2, 0, "ok")]:
+            results.append(Record(run_id="x", timestamp="t", source="s", requested_workers=n, repeat=r, status=status))
+    assert recorded_points(path) == {("s", 1, 0), ("s", 1, 1), ("s", 2, 0)}
+    assert recorded_points(path, retry_failed=True) == {("s", 1, 0), ("s", 2, 0)}
+    # --resume finds the newest file of the same name and content hash; a plain run starts a new one
+    older = tmp_path / "out" / "20250101T000000Z_s_abc.csv"
+    older.write_text("")
+    assert choose_results_path(tmp_path / "out", "s", "abc", resume=True) == (path, True)
+    fresh, existing = choose_results_path(tmp_path / "out", "s", "abc")
+    assert not existing and fresh.name.endswith("_s_abc.csv") and fresh != path
+    assert choose_results_path(tmp_path / "out", "s", "other", resume=True)[1] is False
