@@ -491,3 +491,15 @@ def test_recorded_points_and_retry_failed(tmp_path):
     fresh, existing = choose_results_path(tmp_path / "out", "s", "abc")
     assert not existing and fresh.name.endswith("_s_abc.csv") and fresh != path
     assert choose_results_path(tmp_path / "out", "s", "other", resume=True)[1] is False
+
+
+def test_collect_the_published_archive(tmp_path, capfd):
+    published = Path(__file__).resolve().parents[1] / "results" / "published"
+    seed = write(tmp_path / "OSN-test-1.csv", SEED_CSV)  # the same two OSN rows, in the Zenodo layout
+    merged = tmp_path / "merged.csv"
+    assert main(["collect", str(published), str(seed), "-o", str(merged)]) == 0
+    rows = rows_of(merged)
+    published_rows = sum(len(rows_of(p)) for p in published.glob("*.csv"))
+    assert len(rows) == published_rows + 2  # the Zenodo rows carry no run_id, note or tags: not identical
+    assert {r["source"] for r in rows} == {"GCS Zarr", "OSN Zarr", "OSN"}
+    assert f"{published_rows + 2} row(s) from 3 file(s) (0 duplicate(s) dropped)" in capfd.readouterr().err
