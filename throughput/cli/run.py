@@ -47,7 +47,7 @@ def scrubbed_errors(secrets: set[str]) -> Iterator[None]:
 @click.option("--retry-failed", is_flag=True, help="With --resume, measure again points that only have error rows.")
 @click.option("--results", "results_file", type=click.Path(dir_okay=False, path_type=Path),
               help="Results CSV to write (default: <output>/<UTC time>_<name>_<content hash>.csv).")
-@click.option("--output", "-o", help="Folder for the results (overrides the sweep file's output:).")
+@click.option("--out", "--output", "-o", "output", help="Folder for the results (overrides the sweep file's output:).")
 @click.option("--upload", "upload_url", help="Upload the results here at the end (overrides the sweep file's upload:).")
 @click.option("--upload-option", multiple=True, metavar="KEY=VALUE", help="fsspec option for --upload (repeatable).")
 @click.option("--no-upload", is_flag=True, help="Do not upload, even if the sweep file says where.")
