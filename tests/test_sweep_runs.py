@@ -111,6 +111,10 @@ def test_every_problem_reported_with_key_paths(tmp_path, capfd):
      "unknown source format 'tiledb'; must be one of"),
     ("sources: [synthetic://a]\nworkers: [1]\nlabels: {tags: {a: 'x;y'}}\n", "labels.tags.a", "without ';'"),
     ("sources: [synthetic://a]\nworkers: [1]\nupload: {storage_options: {}}\n", "upload.url", "missing; give an fsspec URL"),
+    ("sources: [synthetic://a]\nworkers: [1]\ncluster: client\n", "cluster.kind",
+     "unknown cluster kind 'client'; must be one of ['address', 'gateway', 'jobqueue', 'local'] (a running"),
+    ("sources: [synthetic://a]\nworkers: [1]\nthreads_per_worker: 2\ncluster: {kind: gateway}\n", "threads_per_worker",
+     "the 'gateway' cluster does not set threads per worker; leave it out, or set the worker size in cluster.options."),
     ("sources: [{url: 'synthetic://a', storage_options: {key: '${1BAD}'}}]\nworkers: [1]\n",
      "sources[0].storage_options.key", "bad environment reference '${1BAD}'"),
 ])
@@ -145,6 +149,13 @@ def test_environment_references_are_used_and_secret(tmp_path):
                "consider ${ENV_VAR} so the file can be shared.")
     assert plan.warnings == (warning,)
     assert "s3cr3t" not in repr(plan)
+    gateway = check_sweep({**data, "threads_per_worker": None,
+                           "cluster": {"kind": "gateway", "wait_timeout": 30,
+                                       "options": {"address": "http://127.0.0.1:1", "password": "gateway-pass"}}},
+                          tmp_path / "s.yaml", environ={"TP_KEY": "AKIA-key-id", "TP_SECRET": "s3cr3t-value"})
+    assert gateway.cluster_options == {"address": "http://127.0.0.1:1", "password": "gateway-pass", "wait_timeout": 30.0}
+    assert "gateway-pass" in gateway.secrets
+    assert "cluster.options.password holds a credential written in the sweep file" in gateway.warnings[0]
     # the digest names the results: same content, same digest, whatever the environment holds
     again = check_sweep(data, tmp_path / "s.yaml", environ={"TP_KEY": "other", "TP_SECRET": "other-secret"})
     assert again.digest == plan.digest and len(plan.digest) == 12

@@ -368,6 +368,8 @@ def _check_cluster(checker: _Checker, value: Any, threads: int | None) -> tuple[
     from .clusters import CLUSTER_KINDS
 
     where = "cluster"
+    # 'client' wraps a Python object (a notebook's Client): a YAML file cannot hold one
+    kinds = sorted(k for k in CLUSTER_KINDS if k != "client")
     kind = config.get("cluster.kind", "local")
     options: dict[str, Any] = {}
     timeout = None
@@ -376,18 +378,24 @@ def _check_cluster(checker: _Checker, value: Any, threads: int | None) -> tuple[
     found = checker.mapping(value, where, CLUSTER_KEYS, "kind, options, threads_per_worker and wait_timeout")
     if found:
         if "kind" in found:
-            kind = checker.text(found["kind"], "cluster.kind", f"a cluster kind, one of {sorted(CLUSTER_KINDS)}") or kind
+            kind = checker.text(found["kind"], "cluster.kind", f"a cluster kind, one of {kinds}") or kind
         raw = checker.mapping(found.get("options"), "cluster.options", None, "options for the cluster")
         options = dict(raw or {})
+        for spot in sorted(set(_secret_paths(options, "cluster.options")) - checker.from_env):
+            checker.warnings.append(f"{spot} holds a credential written in the sweep file; "
+                                    "consider ${ENV_VAR} so the file can be shared.")
         if found.get("threads_per_worker") is not None:
             if threads is not None:
                 checker.problem("cluster.threads_per_worker", "also given at the top level; give it once.")
             threads = checker.integer(found["threads_per_worker"], "cluster.threads_per_worker", 1, 1024, "1 or 2")
         if found.get("wait_timeout") is not None:
             timeout = checker.number(found["wait_timeout"], "cluster.wait_timeout", 0, 86_400, "120")
-    if kind not in CLUSTER_KINDS:
-        checker.problem("cluster.kind", f"unknown cluster kind '{kind}'; must be one of {sorted(CLUSTER_KINDS)}.")
+    if kind not in kinds:
+        checker.problem("cluster.kind", f"unknown cluster kind '{kind}'; must be one of {kinds}"
+                                        + (" (a running scheduler is kind 'address')." if kind == "client" else "."))
         return kind, options, timeout
+    if timeout is not None:
+        options["wait_timeout"] = timeout  # every provider takes it
     if threads is not None:
         if _takes(kind, "threads_per_worker"):
             options["threads_per_worker"] = threads
@@ -491,7 +499,7 @@ def check_sweep(data: Any, path: str | os.PathLike = "<sweep>", environ: Mapping
 
     if checker.problems:
         raise SweepFileError(str(path), _in_file_order(checker.problems, list(top)))
-    secrets = set(checker.secrets)
+    secrets = set(checker.secrets) | (secret_values(cluster_options) - TOKEN_MODES)
     for spec in sources:
         secrets |= secret_values(spec.storage_options) - TOKEN_MODES
     if upload is not None:
