@@ -111,6 +111,11 @@ def test_every_problem_reported_with_key_paths(tmp_path, capfd):
      "unknown source format 'tiledb'; must be one of"),
     ("sources: [synthetic://a]\nworkers: [1]\nlabels: {tags: {a: 'x;y'}}\n", "labels.tags.a", "without ';'"),
     ("sources: [synthetic://a]\nworkers: [1]\nupload: {storage_options: {}}\n", "upload.url", "missing; give an fsspec URL"),
+    ("sources: [{url: ['s3://b/f1.nc', 'zz://b/f2.nc'], name: many}]\nworkers: [1]\n", "sources[0].url[1]",
+     "Unknown URL protocol 'zz' in 'zz://b/f2.nc'."),
+    ("sources: [{url: [], name: none}]\nworkers: [1]\n", "sources[0].url", "empty list; give a URL or a list"),
+    ("sources: [{url: 'synthetic://a', options: [chunks]}]\nworkers: [1]\n", "sources[0].options",
+     "must be a mapping of options of the source kind"),
     ("sources: [synthetic://a]\nworkers: [1]\ncluster: client\n", "cluster.kind",
      "unknown cluster kind 'client'; must be one of ['address', 'gateway', 'jobqueue', 'local'] (a running"),
     ("sources: [synthetic://a]\nworkers: [1]\nthreads_per_worker: 2\ncluster: {kind: gateway}\n", "threads_per_worker",
@@ -138,6 +143,11 @@ def test_environment_references_are_used_and_secret(tmp_path):
         "cluster": "local", "threads_per_worker": 2,
     }
     plan = check_sweep(data, tmp_path / "s.yaml", environ={"TP_KEY": "AKIA-key-id", "TP_SECRET": "s3cr3t-value"})
+    # URLs that are not fsspec's are left to their source kind: no false problems
+    others = check_sweep({"sources": ["dap2://host/ocean.nc", {"url": "llcreader://ECCOPortalLLC2160Model/SSS"},
+                                      {"url": ["s3://b/a.nc", "s3://b/b.nc"], "name": "files"}], "workers": [1]},
+                         tmp_path / "o.yaml")
+    assert [s.url for s in others.sources][2] == ["s3://b/a.nc", "s3://b/b.nc"]
     first = plan.sources[0]
     assert first.storage_options["key"] == "AKIA-key-id" and first.storage_options["secret"] == "s3cr3t-value"
     assert first.workers == (4, 1) and first.repeats == 2 and plan.total == 8
@@ -184,6 +194,7 @@ def two_source_sweep(path: Path, seaweed, s3_zarr, upload: str | None, first: st
         sources:
           - {{url: "{s3_zarr[2]}", name: zarr-v2, variable: temp, storage_options: {options}, {first}}}
           - {{url: "{s3_zarr[3]}", name: zarr-v3, variable: temp, storage_options: {options}, {second},
+              options: {{chunks: [2, 10, 27, 36]}},
               labels: {{tags: {{layout: v3}}}}}}
         labels: {{cloud: local, region: loopback, tags: {{campaign: test}}}}
         output: out
@@ -210,6 +221,7 @@ def test_two_source_sweep_uploads_the_whole_file(s3_env, s3_zarr, bucket, tmp_pa
         assert int(row["bytes_received"]) == int(row["nbytes"]) == NBYTES
         assert row["nworkers"] == row["requested_workers"] and row["cloud"] == "local"
     assert rows[0]["tags"] == "campaign=test" and rows[2]["tags"] == "campaign=test;layout=v3"
+    assert (rows[0]["chunks"], rows[2]["chunks"]) == ("1x5x27x36", "2x10x27x36")  # kind options reach the source
     assert rows[0]["options"].count('"***"') == 2  # key and secret masked, endpoint kept
     assert len({r["run_id"] for r in rows}) == 1
     # progress and summary

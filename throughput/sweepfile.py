@@ -53,7 +53,7 @@ from .redact import is_secret_key, redact_text, secret_values
 #: accepted keys, with what each takes (shown when a key is unknown)
 TOP_KEYS = ("version", "name", "sources", "workers", "repeats", "threads_per_worker", "cluster",
             "labels", "retries", "output", "upload")
-SOURCE_KEYS = ("url", "catalog", "name", "format", "variable", "storage_options", "workers",
+SOURCE_KEYS = ("url", "catalog", "name", "format", "variable", "storage_options", "options", "workers",
                "repeats", "labels")
 CLUSTER_KEYS = ("kind", "options", "threads_per_worker", "wait_timeout")
 LABEL_KEYS = ("cloud", "region", "tags")
@@ -90,12 +90,15 @@ class SourceSpec:
     """Name in the records; unique in the sweep file (resume matches rows by it)."""
     where: str
     """Key path in the sweep file (``sources[1]``)."""
-    url: str | None = None
+    url: str | list[str] | None = None
+    """A URL, or a list of files of one source (NetCDF)."""
     catalog: str | None = None
     """``CATALOG:ENTRY`` (a catalog path or URL, then the entry name)."""
     format: str | None = None
     variable: str | None = None
     storage_options: dict[str, Any] = field(default_factory=dict, repr=False)
+    options: dict[str, Any] = field(default_factory=dict)
+    """Options of the source kind (``chunks``, NetCDF cache settings, OPeNDAP ``protocol``, ...)."""
     workers: tuple[int, ...] = ()
     repeats: int = 1
     top_labels: dict[str, Any] = field(default_factory=dict)
@@ -345,23 +348,28 @@ def _secret_paths(options: Any, where: str) -> list[str]:
     return found
 
 
-def _check_format(checker: _Checker, fmt: str | None, url: str | None, where: str) -> None:
-    from .sources import SOURCE_KINDS, guess_format
+#: source kinds that read through fsspec: their URL protocol is checked before running
+FSSPEC_KINDS = ("zarr", "netcdf")
 
-    if fmt is not None and fmt not in SOURCE_KINDS:
-        checker.problem(_join(where, "format"), f"unknown source format '{fmt}'; must be one of {sorted(SOURCE_KINDS)}.")
-        return
-    if url is None or "${" in url:
-        return
-    kind = fmt or guess_format(url)
-    if kind == "synthetic":
-        return
-    from .storage import filesystem_class
 
-    try:
-        filesystem_class(url)
-    except ThroughputError as exc:
-        checker.problem(_join(where, "url"), redact_text(str(exc), checker.secrets))
+def _check_format(checker: _Checker, fmt: str | None, url: str | list[str] | None, where: str) -> None:
+    from .sources import guess_format, source_kinds
+
+    kinds = source_kinds()
+    if fmt is not None and fmt not in kinds:
+        checker.problem(_join(where, "format"), f"unknown source format '{fmt}'; must be one of {sorted(kinds)}.")
+        return
+    listed = url if isinstance(url, list) else [url]
+    for i, one in enumerate(listed):
+        if one is None or "${" in one or (fmt or guess_format(one)) not in FSSPEC_KINDS:
+            continue  # synthetic://, dap2://, llcreader://, plugins: the kind itself checks its URL
+        from .storage import filesystem_class
+
+        try:
+            filesystem_class(one)
+        except ThroughputError as exc:
+            spot = _join(where, "url") + (f"[{i}]" if isinstance(url, list) else "")
+            checker.problem(spot, redact_text(str(exc), checker.secrets))
 
 
 def _check_cluster(checker: _Checker, value: Any, threads: int | None) -> tuple[str, dict, float | None]:
@@ -539,7 +547,15 @@ def _check_source(checker: _Checker, raw: Any, where: str, default_workers: tupl
     found = checker.mapping(raw, where, SOURCE_KEYS, "source settings (url or catalog, variable, ...)")
     if found is None:
         return None
-    url = checker.text(found.get("url"), _join(where, "url"), "a URL fsspec understands, like s3://bucket/x.zarr")
+    url: str | list[str] | None = None
+    if isinstance(found.get("url"), list):  # many files of one source (NetCDF)
+        url = [checker.text(u, f"{_join(where, 'url')}[{i}]", "a file URL, like s3://bucket/ocean_0001.nc",
+                            required=True) for i, u in enumerate(found["url"])]
+        if not url:
+            checker.problem(_join(where, "url"), "empty list; give a URL or a list of file URLs.")
+        url = None if (not url or None in url) else url
+    else:
+        url = checker.text(found.get("url"), _join(where, "url"), "a URL fsspec understands, like s3://bucket/x.zarr")
     catalog = checker.text(found.get("catalog"), _join(where, "catalog"),
                            "CATALOG:ENTRY, like catalogs/pangeo.yaml:gfdl_cm26_ocean")
     if ("url" in found) == ("catalog" in found):
@@ -555,6 +571,8 @@ def _check_source(checker: _Checker, raw: Any, where: str, default_workers: tupl
     fmt = checker.text(found.get("format"), _join(where, "format"), "a source format, like zarr")
     variable = checker.text(found.get("variable"), _join(where, "variable"), "the name of an array, like temp")
     options = checker.storage_options(found.get("storage_options"), _join(where, "storage_options"))
+    kind_options = checker.mapping(found.get("options"), _join(where, "options"), None,
+                                   "options of the source kind (like chunks)") or {}
     _check_format(checker, fmt, url, where)
 
     if "workers" in found:
@@ -572,13 +590,16 @@ def _check_source(checker: _Checker, raw: Any, where: str, default_workers: tupl
 
     name = checker.text(found.get("name"), _join(where, "name"), "a short name, like gcs-zarr")
     if name is None:
-        name = default_name(url) if url is not None else (catalog or "").rpartition(":")[2]
+        first = url[0] if isinstance(url, list) else url
+        name = default_name(first) if first is not None else (catalog or "").rpartition(":")[2]
     if workers is None or repeats is None:
         return None
-    if url is not None:
+    if isinstance(url, list):
+        url = [checker.local_path(u) for u in url]
+    elif url is not None:
         url = checker.local_path(url)
     return SourceSpec(name=name, where=where, url=url, catalog=catalog, format=fmt, variable=variable,
-                      storage_options=options, workers=workers, repeats=repeats, top_labels=labels,
+                      storage_options=options, options=dict(kind_options), workers=workers, repeats=repeats, top_labels=labels,
                       own_labels=own)
 
 
@@ -629,11 +650,12 @@ def open_spec(spec: SourceSpec):
 
     if spec.catalog is None:
         source = open_source(spec.url, spec.variable, format=spec.format, storage_options=spec.storage_options,
-                             name=spec.name)
+                             name=spec.name, **spec.options)
         return source, spec.labels
     entry = resolve_catalog_entry(spec.catalog)
     # storage_options of the sweep file reach the data (merged over the entry's), not the catalog file
-    source = entry.open(spec.variable, format=spec.format, storage_options=spec.storage_options, name=spec.name)
+    source = entry.open(spec.variable, format=spec.format, storage_options=spec.storage_options, name=spec.name,
+                        **spec.options)
     return source, spec.labels_with(entry.labels)
 
 

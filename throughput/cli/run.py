@@ -206,7 +206,8 @@ def show_plan(plan, path: Path, todo: list, target) -> None:
     for spec in plan.sources:
         labels = ", ".join(f"{k}={';'.join(f'{a}={b}' for a, b in v.items()) if isinstance(v, dict) else v}"
                            for k, v in spec.labels.items())
-        table.add_row(spec.name, redact_text(spec.url or spec.catalog, plan.secrets),
+        where = spec.catalog or (", ".join(spec.url) if isinstance(spec.url, list) else spec.url)
+        table.add_row(spec.name, redact_text(where, plan.secrets),
                       ",".join(map(str, spec.workers)), str(spec.repeats), redact_text(labels, plan.secrets))
     out_console.print(table)
     out_console.print(f"cluster: {plan.cluster_kind}  results: {path}"
