@@ -116,6 +116,8 @@ def test_every_problem_reported_with_key_paths(tmp_path, capfd):
     ("sources: [{url: [], name: none}]\nworkers: [1]\n", "sources[0].url", "empty list; give a URL or a list"),
     ("sources: [{url: 'synthetic://a', options: [chunks]}]\nworkers: [1]\n", "sources[0].options",
      "must be a mapping of options of the source kind"),
+    ("sources: [synthetic://a]\nworkers: [1]\nwarmup: 'no'\n", "warmup", "got 'no'; must be true or false."),
+    ("sources: [synthetic://a]\nworkers: [1]\nblocks_per_task: 0\n", "blocks_per_task", "got 0; must be an integer"),
     ("sources: [synthetic://a]\nworkers: [1]\ncluster: client\n", "cluster.kind",
      "unknown cluster kind 'client'; must be one of ['address', 'gateway', 'jobqueue', 'local'] (a running"),
     ("sources: [synthetic://a]\nworkers: [1]\nthreads_per_worker: 2\ncluster: {kind: gateway}\n", "threads_per_worker",
@@ -331,6 +333,8 @@ def test_failed_run_upload_gives_a_retry_command_that_works(tmp_path, capfd):
         workers: [1]
         repeats: 2
         cluster: {kind: local, options: {processes: false}}   # one worker: threads start faster
+        warmup: false
+        blocks_per_task: 2
         upload: archive/sub/
         """)
     assert main(["run", str(sweep)]) == 1

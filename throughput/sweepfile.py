@@ -52,7 +52,7 @@ from .redact import is_secret_key, redact_text, secret_values
 
 #: accepted keys, with what each takes (shown when a key is unknown)
 TOP_KEYS = ("version", "name", "sources", "workers", "repeats", "threads_per_worker", "cluster",
-            "labels", "retries", "output", "upload")
+            "labels", "retries", "warmup", "blocks_per_task", "output", "upload")
 SOURCE_KEYS = ("url", "catalog", "name", "format", "variable", "storage_options", "options", "workers",
                "repeats", "labels")
 CLUSTER_KEYS = ("kind", "options", "threads_per_worker", "wait_timeout")
@@ -143,6 +143,10 @@ class SweepPlan:
     cluster_options: dict[str, Any] = field(default_factory=dict, repr=False)
     wait_timeout: float | None = None
     retries: int | None = None
+    warmup: bool | None = None
+    """Untimed read of one chunk per worker thread before each point (default: config)."""
+    blocks_per_task: int | None = None
+    """Chunks stored per task (default: config, 1 as the seed)."""
     output: Path = Path("results")
     upload: UploadTarget | None = None
     secrets: frozenset[str] = field(default_factory=frozenset, repr=False)
@@ -467,6 +471,13 @@ def check_sweep(data: Any, path: str | os.PathLike = "<sweep>", environ: Mapping
     retries = None
     if top.get("retries") is not None:
         retries = checker.integer(top["retries"], "retries", 0, 100, "5")
+    warmup = top.get("warmup")
+    if warmup is not None and not isinstance(warmup, bool):
+        checker.problem("warmup", f"got {checker.show(warmup)}; must be true or false.")
+        warmup = None
+    blocks = None
+    if top.get("blocks_per_task") is not None:
+        blocks = checker.integer(top["blocks_per_task"], "blocks_per_task", 1, 1_000_000, "1 or 8")
     labels = checker.labels(top.get("labels"), "labels")
     kind, cluster_options, timeout = _check_cluster(checker, top.get("cluster"), threads)
 
@@ -513,7 +524,8 @@ def check_sweep(data: Any, path: str | os.PathLike = "<sweep>", environ: Mapping
     if upload is not None:
         secrets |= secret_values(upload.storage_options) - TOKEN_MODES
     return SweepPlan(path=path, name=name, digest=digest, sources=tuple(sources), cluster_kind=kind,
-                     cluster_options=cluster_options, wait_timeout=timeout, retries=retries,
+                     cluster_options=cluster_options, wait_timeout=timeout, retries=retries, warmup=warmup,
+                     blocks_per_task=blocks,
                      output=Path(checker.local_path(output)), upload=upload, secrets=frozenset(secrets),
                      warnings=tuple(checker.warnings))
 

@@ -175,7 +175,8 @@ def _measure_into(results, plan, todo: list, secrets: set[str], records: list) -
                 progress.update(task, description=f"{spec.name}: {n} worker(s), repeat {r + 1}/{spec.repeats}")
 
             for record in sweep(sources[spec.name], cluster, spec.workers, spec.repeats, labels=labels[spec.name],
-                                run_id=run_id, retries=plan.retries,
+                                run_id=run_id, retries=plan.retries, warmup=plan.warmup,
+                                blocks_per_task=plan.blocks_per_task,
                                 secrets=frozenset(secrets), skip=skip, on_start=on_start):
                 record = scrub(record, secrets)
                 results.append(record)
