@@ -12,13 +12,18 @@ task reads one HDF5 chunk with one ranged request.
 
 from __future__ import annotations
 
+import atexit
+import contextlib
 import re
+import threading
+import uuid
 from collections.abc import Sequence
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
 import dask.array as da
 import fsspec
+import numpy as np
 
 from .. import config
 from ..errors import SourceNotFoundError, UsageError, VariableNotFoundError, missing_dependency
@@ -96,6 +101,54 @@ def _open_dataset(fs: fsspec.AbstractFileSystem, path: str, url: str, open_kwarg
         msg = (f"'{redact_url(url)}' is not a NetCDF4/HDF5 file ({redact_text(exc)}). "
                "netCDF3 (classic) files cannot be read with h5netcdf.")
         raise UsageError(msg) from None
+
+
+_opened: dict[tuple, Any] = {}
+_opened_lock = threading.Lock()
+
+
+@atexit.register
+def _close_opened() -> None:
+    """Close cached files before interpreter teardown (h5py cannot close them after)."""
+    with _opened_lock:
+        for ds in _opened.values():
+            with contextlib.suppress(Exception):
+                ds.close()
+        _opened.clear()
+
+
+class FileVariable:
+    """One variable of one file, opened in the process that reads it (once per process).
+
+    xarray's own file managers reopen a file whenever they are unpickled, and the
+    distributed scheduler unpickles every graph it receives: the scheduler would
+    open every remote file of every run. This reader pickles as a few strings and
+    opens the file on first read, in the worker; xarray still decodes the values.
+    """
+
+    def __init__(self, fs, path: str, open_kwargs: dict[str, Any] | None, variable: str, shape, dtype):
+        self.fs, self.path, self.open_kwargs, self.variable = fs, path, open_kwargs, variable
+        self.shape, self.dtype, self.ndim = tuple(shape), np.dtype(dtype), len(shape)
+
+    def _dataset(self):
+        key = (self.fs._fs_token, self.path, repr(sorted((self.open_kwargs or {}).items())))
+        with _opened_lock:
+            if key not in _opened:
+                _opened[key] = _open_dataset(self.fs, self.path, self.fs.unstrip_protocol(self.path),
+                                             self.open_kwargs)
+            return _opened[key]
+
+    def __getitem__(self, key) -> np.ndarray:
+        return np.asarray(self._dataset()[self.variable].variable[key].values)
+
+
+def _lazy(fs, path: str, open_kwargs, variable: str, var, spec) -> da.Array:
+    """The variable as a dask array read by :class:`FileVariable` in the dask chunks ``spec``."""
+    chunks = var.chunk(spec).chunks  # chunk shapes only; nothing of the open file enters the graph
+    reader = FileVariable(fs, path, open_kwargs, variable, var.shape, var.dtype)
+    return da.from_array(reader, chunks=chunks, lock=False, asarray=False,
+                         meta=np.empty((0,) * var.ndim, dtype=var.dtype),
+                         name=f"netcdf-{variable}-{uuid.uuid4().hex[:8]}")
 
 
 def _data_variables(ds) -> list[str]:
@@ -193,14 +246,14 @@ def open_netcdf(
             dim = concat_dim or _record_dim(first, dims)
             if dim not in dims:
                 raise UsageError(f"Cannot concatenate along '{dim}': '{variable}' has dimensions {list(dims)}.")
-        parts = [var.chunk(spec)]
+        parts = [_lazy(fs, paths[0], open_kwargs, variable, var, spec)]
         for path in paths[1:]:
             ds = _open_dataset(fs, path, fs.unstrip_protocol(path), open_kwargs)
             if variable not in ds.variables or tuple(map(str, ds[variable].dims)) != dims:
                 raise UsageError(f"'{redact_url(fs.unstrip_protocol(path))}' has no variable '{variable}' with "
                                  f"dimensions {list(dims)}; every file must hold it to be concatenated.")
-            parts.append(ds[variable].chunk(_chunk_spec(ds[variable], chunks)[0]))
-    arrays = [p.data for p in parts]
+            parts.append(_lazy(fs, path, open_kwargs, variable, ds[variable], _chunk_spec(ds[variable], chunks)[0]))
+    arrays = parts
     try:
         array = arrays[0] if len(arrays) == 1 else da.concatenate(arrays, axis=dims.index(dim))
     except ValueError as exc:
