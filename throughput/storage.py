@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import socket
 from collections.abc import Iterator
 from importlib.metadata import PackageNotFoundError, version
 from urllib.parse import urlsplit
@@ -60,7 +61,8 @@ def host_of(url: str) -> str:
     return urlsplit(url).netloc.rsplit("@", 1)[-1] or url
 
 
-def _endpoint(url: str, storage_options: dict | None) -> str:
+def endpoint_host(url: str, storage_options: dict | None = None) -> str:
+    """The host a read of ``url`` talks to: the ``endpoint_url`` option's, else the URL's."""
     opts = storage_options or {}
     endpoint = opts.get("endpoint_url") or (opts.get("client_kwargs") or {}).get("endpoint_url")
     return host_of(endpoint) if endpoint else host_of(url)
@@ -82,6 +84,42 @@ def _refused(exc: BaseException) -> bool:
     return False
 
 
+def is_unreachable(exc: BaseException) -> bool:
+    """True when an error says the storage server could not be reached at all."""
+    text = f"{type(exc).__name__}: {exc}"
+    return isinstance(exc, (ConnectionRefusedError, TimeoutError)) or any(s in text for s in _UNREACHABLE)
+
+
+def check_reachable(url: str, storage_options: dict | None = None) -> None:
+    """Ask the storage server about ``url`` once, before any reader does.
+
+    An unreachable server then gives one clear error naming its host, before libraries
+    that fan out requests concurrently (zarr) leave half-run requests behind. Missing
+    objects and denied access are left to the reader, which says more precisely what
+    it looked for.
+    """
+    if protocol_of(url) in ("file", "memory"):
+        return
+    opts = storage_options or {}
+    endpoint = opts.get("endpoint_url") or (opts.get("client_kwargs") or {}).get("endpoint_url") or url
+    parts = urlsplit(endpoint)
+    if parts.scheme in ("http", "https") and parts.hostname:
+        # a refused connection is known at once; the storage client would retry it for seconds
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+        try:
+            socket.create_connection((parts.hostname, port), timeout=10).close()
+        except OSError as exc:
+            raise StorageUnreachableError(
+                f"Storage server {host_of(endpoint)} did not answer ({exc.strerror or type(exc).__name__}) "
+                f"while opening '{redact_text(url)}'. Is the URL or endpoint_url right and the server up?") from None
+    with storage_errors(url, storage_options):
+        fs, path = fsspec.core.url_to_fs(url, **(storage_options or {}))
+        try:
+            fs.info(path)
+        except (FileNotFoundError, PermissionError, NotADirectoryError, IsADirectoryError):
+            pass
+
+
 @contextlib.contextmanager
 def storage_errors(url: str, storage_options: dict | None = None) -> Iterator[None]:
     """Translate what storage libraries raise into one-line throughput errors."""
@@ -91,14 +129,16 @@ def storage_errors(url: str, storage_options: dict | None = None) -> Iterator[No
         raise
     except FileNotFoundError as exc:
         if _refused(exc):  # fsspec's HTTP filesystem reports a refused connection as a missing file
-            host = _endpoint(url, storage_options)
+            host = endpoint_host(url, storage_options)
             raise StorageUnreachableError(f"Storage server {host} did not answer while opening '{redact_text(url)}'. Is the URL or endpoint_url right and the server up?") from exc
         raise SourceNotFoundError(f"Nothing found at '{redact_text(url)}': {redact_text(exc) or 'no such object or bucket'}") from exc
     except PermissionError as exc:
         raise SourceNotFoundError(f"Access denied to '{redact_text(url)}': {redact_text(exc)}. Check credentials in storage_options (key/secret, token, anon=True for public data).") from exc
     except (OSError, Exception) as exc:
-        text = f"{type(exc).__name__}: {exc}"
-        if isinstance(exc, (ConnectionError, TimeoutError)) or any(s in text for s in _UNREACHABLE):
-            host = _endpoint(url, storage_options)
+        if type(exc).__name__ == "NoCredentialsError":
+            raise UsageError(f"No credentials found for '{redact_text(url)}'. Give them with --storage-option "
+                             "key=... --storage-option secret=..., or anon=true for public data.") from exc
+        if isinstance(exc, ConnectionError) or is_unreachable(exc):
+            host = endpoint_host(url, storage_options)
             raise StorageUnreachableError(f"Storage server {host} did not answer while opening '{redact_text(url)}'. Is the URL or endpoint_url right and the server up?") from exc
         raise

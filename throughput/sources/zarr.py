@@ -13,7 +13,7 @@ from zarr.storage import FsspecStore
 from ..errors import SourceNotFoundError, UsageError, VariableNotFoundError
 from ..instrument import CountingStore
 from ..redact import redact_url
-from ..storage import filesystem_class, protocol_of, storage_errors, storage_library
+from ..storage import check_reachable, filesystem_class, protocol_of, storage_errors, storage_library
 from . import Source, default_name
 
 #: s3fs reads objects larger than this (its ``default_block_size``) as concurrent ranged GETs
@@ -22,6 +22,7 @@ S3FS_SPLIT_BYTES = 50 * 2**20
 
 def _store(url: str, storage_options: dict[str, Any]) -> CountingStore:
     filesystem_class(url)  # clear error for an unknown protocol or a missing backend
+    check_reachable(url, storage_options)
     if "://" not in url:
         url = "file://" + url
     fs_opts = {"asynchronous": True, **storage_options} if not url.startswith("file://") else storage_options
