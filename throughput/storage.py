@@ -87,37 +87,36 @@ def _refused(exc: BaseException) -> bool:
 def is_unreachable(exc: BaseException) -> bool:
     """True when an error says the storage server could not be reached at all."""
     text = f"{type(exc).__name__}: {exc}"
-    return isinstance(exc, (ConnectionRefusedError, TimeoutError)) or any(s in text for s in _UNREACHABLE)
+    return isinstance(exc, ConnectionRefusedError) or any(s in text for s in _UNREACHABLE)
 
 
-def check_reachable(url: str, storage_options: dict | None = None) -> None:
-    """Ask the storage server about ``url`` once, before any reader does.
+#: where a protocol's requests go when no endpoint_url is given
+DEFAULT_ENDPOINTS = {"s3": "https://s3.amazonaws.com", "s3a": "https://s3.amazonaws.com",
+                     "gs": "https://storage.googleapis.com", "gcs": "https://storage.googleapis.com"}
 
-    An unreachable server then gives one clear error naming its host, before libraries
-    that fan out requests concurrently (zarr) leave half-run requests behind. Missing
-    objects and denied access are left to the reader, which says more precisely what
-    it looked for.
+
+def check_reachable(url: str, storage_options: dict | None = None, timeout: float = 10) -> None:
+    """Connect once to the storage server of ``url`` before any reader does.
+
+    A refused connection or an unknown host is then one clear error naming the host,
+    at once: storage clients would retry it for many seconds, and libraries that fan
+    out requests concurrently (zarr) would leave half-run requests behind. Only a TCP
+    connection is made; nothing is read.
     """
-    if protocol_of(url) in ("file", "memory"):
-        return
     opts = storage_options or {}
-    endpoint = opts.get("endpoint_url") or (opts.get("client_kwargs") or {}).get("endpoint_url") or url
-    parts = urlsplit(endpoint)
-    if parts.scheme in ("http", "https") and parts.hostname:
-        # a refused connection is known at once; the storage client would retry it for seconds
+    endpoint = (opts.get("endpoint_url") or (opts.get("client_kwargs") or {}).get("endpoint_url")
+                or DEFAULT_ENDPOINTS.get(protocol_of(url), url))
+    parts = urlsplit(str(endpoint))
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        return
+    try:
         port = parts.port or (443 if parts.scheme == "https" else 80)
-        try:
-            socket.create_connection((parts.hostname, port), timeout=10).close()
-        except OSError as exc:
-            raise StorageUnreachableError(
-                f"Storage server {host_of(endpoint)} did not answer ({exc.strerror or type(exc).__name__}) "
-                f"while opening '{redact_text(url)}'. Is the URL or endpoint_url right and the server up?") from None
-    with storage_errors(url, storage_options):
-        fs, path = fsspec.core.url_to_fs(url, **(storage_options or {}))
-        try:
-            fs.info(path)
-        except (FileNotFoundError, PermissionError, NotADirectoryError, IsADirectoryError):
-            pass
+        socket.create_connection((parts.hostname, port), timeout=timeout).close()
+    except (OSError, ValueError) as exc:
+        reason = getattr(exc, "strerror", None) or type(exc).__name__
+        raise StorageUnreachableError(
+            f"Storage server {host_of(str(endpoint))} did not answer ({reason}) while opening "
+            f"'{redact_text(url)}'. Is the URL or endpoint_url right and the server up?") from None
 
 
 @contextlib.contextmanager

@@ -85,7 +85,9 @@ def sweep(url, variable, format_, name, workers, repeats, threads_per_worker, cl
 @click.option("--opendap", is_flag=True, help="Also serve the array as NetCDF over OPeNDAP (pydap; slow).")
 def demo(workers, repeats, out, source_names, opendap):
     """Run the main job on the embedded default: local servers, LocalCluster, no credentials."""
+    from .. import config
     from ..clusters import open_cluster
+    from ..datasets import DEFAULT_SHAPE
     from ..embedded import check_names, embedded_sources
     from ..sweep import check_repeats, new_run_id
 
@@ -93,8 +95,9 @@ def demo(workers, repeats, out, source_names, opendap):
     names = check_names([n.strip() for n in source_names.split(",") if n.strip()])
     run_id = new_run_id()
     status = lambda m: err_console.print(f"[dim]{m}[/dim]")  # noqa: E731
+    shape = tuple(config.get("demo.shape", None) or DEFAULT_SHAPE)  # smaller for quick checks
     with (open_results(out, "demo", run_id) as results,
-          embedded_sources(status=status, sources=names, opendap=opendap) as sources,
+          embedded_sources(shape, status=status, sources=names, opendap=opendap) as sources,
           open_cluster("local") as cluster):
         path, records = execute_sweep(list(sources.values()), cluster, counts, repeats, out,
                                       {"cloud": "local", "region": "127.0.0.1"}, run_id=run_id, results=results)
