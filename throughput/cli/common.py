@@ -45,6 +45,9 @@ def parse_options(pairs: tuple[str, ...], flag: str = "--storage-option") -> dic
         key, sep, value = pair.partition("=")
         if not sep or not key.strip():
             raise UsageError(f"Bad {flag} '{redact_text(pair.split('=')[0])}=...': write it as key=value, like anon=true or endpoint_url=https://host.")
+        if value.lstrip().startswith("!"):  # YAML tags construct objects: never taken from the command line
+            raise UsageError(f"Bad {flag} '{key.strip()}': YAML tags (values starting with '!', like "
+                             "!!python/object) are not accepted; give a plain value (text, number, true/false).")
         try:
             parsed = yaml.safe_load(value) if value else ""
         except yaml.YAMLError:

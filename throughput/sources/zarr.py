@@ -113,6 +113,9 @@ def _open_array(url: str, variable: str | None, storage_options: dict[str, Any])
                 if len(names) != 1:
                     raise UsageError(f"Name a variable to read from '{redact_url(url)}'; it has {names}.")
                 variable = names[0]
+            if variable not in node.array_keys() and variable in node.group_keys():
+                raise VariableNotFoundError(f"'{variable}' in '{redact_url(url)}' is a group, not an array. "
+                                            f"Arrays: {sorted(node.array_keys())}.")
             if variable not in node.array_keys():
                 raise VariableNotFoundError(
                     f"Variable '{variable}' not found in '{redact_url(url)}'. Variables: {sorted(node.array_keys())}."
