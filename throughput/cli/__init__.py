@@ -81,7 +81,8 @@ def main(argv: list[str] | None = None) -> int:
     except ThroughputError as exc:
         if debug:
             raise
-        err_console.print(f"throughput: error: {' '.join(redact_text(str(exc)).split())}", markup=False)
+        message = " ".join(line.strip() for line in redact_text(str(exc)).splitlines() if line.strip())
+        err_console.print(f"throughput: error: {message}", markup=False)
         return exc.exit_code
     except Exception as exc:
         if debug:
