@@ -89,6 +89,14 @@ CASES = [
     Case("array-object-dtype", ["sweep", "s3://{bucket}/strings.zarr", "{s3}"], 2, ("object dtype", "numeric")),
     Case("store-unreachable", ["sweep", "s3://b/x.zarr", "-s", "endpoint_url=http://127.0.0.1:{dead}",
                                "-s", "anon=true"], 1, ("127.0.0.1:{dead}", "did not answer")),
+    Case("source-option-unknown", ["sweep", "s3://{bucket}/group.zarr", "-v", "temp", "--option", "bogus=1", "{s3}"],
+         2, ("['bogus']", "Accepted: chunks")),
+    Case("synthetic-option-unknown", ["sweep", SYN, "--option", "bogus=1"], 2, ("['bogus']", "in the URL")),
+    Case("zarr-bad-chunks", ["sweep", "s3://{bucket}/group.zarr", "-v", "temp", "--option", "chunks=abc", "{s3}"],
+         2, ("'abc'", "like 1,5,270,360")),
+    Case("netcdf-not-netcdf", ["sweep", "{tmp}/garbage.nc"], 2, ("garbage.nc", "not a NetCDF4/HDF5 file")),
+    Case("netcdf-missing", ["sweep", "/nonexistent/throughput/x.nc"], 1, ("/nonexistent/throughput/x.nc",)),
+    Case("demo-unknown-source", ["demo", "--sources", "nosuch", "-o", "{out}"], 2, ("['nosuch']", "'local-s3-zarr'")),
     # catalogs
     Case("catalog-missing-file", ["sweep", "{tmp}/nocatalog.yaml:x"], 2, ("nocatalog.yaml", "not found")),
     Case("catalog-malformed-yaml", ["sweep", "{tmp}/broken.yaml:x"], 2, ("broken.yaml", "not valid YAML", "line")),
@@ -163,6 +171,7 @@ def inputs(tmp_path_factory):
     (tmp / "columns.csv").write_text("a,b\n1,2\n")
     (tmp / "words.csv").write_text("nbytes,nthreads,ncores,nworkers,runtime\n100,1,1,1,0.5\n100,1,1,1,fast\n")
     (tmp / "empty.csv").write_text("")
+    (tmp / "garbage.nc").write_text("not a netcdf file\n")
     return tmp
 
 
@@ -191,6 +200,7 @@ def test_bad_input(case, seaweed, bad_stores, inputs, tmp_path, capfd, monkeypat
         out.mkdir()
         kept = out / "earlier.csv"
         kept.write_text("run_id,runtime\nabc,1.0\n")
+        ctx["out"] = out
         args = []
         for arg in case.args:
             args += s3 if arg == "{s3}" else [_expand(arg, ctx)]

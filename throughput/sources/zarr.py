@@ -85,7 +85,11 @@ def open_zarr(
         if lean is not storage_options:
             array, variable = _open_array(url, variable, lean)
             extra["s3fs_max_concurrency"] = 1
-    lazy = da.from_zarr(array, chunks=chunks, name=f"zarr-{variable}-{uuid.uuid4().hex[:8]}")
+    try:
+        lazy = da.from_zarr(array, chunks=chunks, name=f"zarr-{variable}-{uuid.uuid4().hex[:8]}")
+    except (ValueError, TypeError) as exc:  # dask's own check of the chunks option
+        raise UsageError(f"Bad chunks {chunks!r} for '{redact_url(url)}' ({str(exc).splitlines()[0]}): give "
+                         "elements per dimension like 1,5,270,360, 'auto', or a size like 100MB.") from None
     return Source(
         name=default_name(url), format="zarr", url=url, variable=variable, array=lazy,
         storage_library=storage_library(url), dims=_dims(array), attrs=dict(array.attrs),
