@@ -141,7 +141,8 @@ def warm_up(cluster: Cluster, source: Source, workers: list[str] | None) -> floa
             if i >= len(blocks):
                 break
             stored = dsa.store(array.blocks[blocks[i]], NullStore(), lock=False, compute=False)
-            futures.append(client.compute(stored, workers=[worker], allow_other_workers=False))
+            # loose restriction: a worker lost during the warm-up must not leave its chunk waiting forever
+            futures.append(client.compute(stored, workers=[worker], allow_other_workers=True))
             i += 1
     client.gather(futures)
     del futures

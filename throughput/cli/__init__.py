@@ -7,6 +7,7 @@ interrupted); ``--debug`` shows the traceback instead.
 
 from __future__ import annotations
 
+import logging
 import signal
 import sys
 
@@ -99,6 +100,8 @@ def main(argv: list[str] | None = None) -> int:
 def console_main() -> None:
     if "--debug" not in sys.argv[1:]:
         sys.unraisablehook = _quiet_unraisable  # until the interpreter exits, when the reports come
+        # storage clients closed at exit from another event loop report it through asyncio's logger
+        logging.getLogger("asyncio").setLevel(logging.CRITICAL)
     sys.exit(main())
 
 

@@ -13,7 +13,13 @@ from zarr.storage import FsspecStore
 from ..errors import SourceNotFoundError, UsageError, VariableNotFoundError
 from ..instrument import CountingStore
 from ..redact import redact_url
-from ..storage import check_reachable, filesystem_class, protocol_of, storage_errors, storage_library
+from ..storage import (
+    check_reachable,
+    filesystem_class,
+    protocol_of,
+    storage_errors,
+    storage_library,
+)
 from . import Source, default_name
 
 #: s3fs reads objects larger than this (its ``default_block_size``) as concurrent ranged GETs
