@@ -91,7 +91,10 @@ def test_results_from_an_s3_url(moto_s3, tmp_path):
 def test_published_archive_is_the_printed_tables():
     rows = report.load_results(PUBLISHED)
     assert rows.groupby("source").size().to_dict() == {"GCS Zarr": 4, "OSN Zarr": 25}
-    assert set(rows.schema_version) == {1} and list(pd.read_csv(next(PUBLISHED.glob("*osn*.csv"))).columns) == list(COLUMNS)
+    published = list(pd.read_csv(next(PUBLISHED.glob("*osn*.csv"))).columns)
+    assert set(rows.schema_version) == {1} and published == [c for c in COLUMNS if c in published]
+    # columns added to schema v1 after the archive was written; the seed counted no retries
+    assert set(COLUMNS) - set(published) == {"request_retries", "task_retries"}
     # every published throughput is nbytes / 1e6 / runtime (the seed rounded runtimes to 6 decimals)
     computed = rows["nbytes"] / 1e6 / rows["runtime"]
     assert ((rows.throughput_MBps - computed) / computed).abs().max() < 2e-8

@@ -526,7 +526,8 @@ def test_collect_the_published_archive(tmp_path, capfd):
     merged = tmp_path / "merged.csv"
     assert main(["collect", str(published), str(seed), "-o", str(merged)]) == 0
     rows = rows_of(merged)
-    published_rows = sum(len(rows_of(p)) for p in published.glob("*.csv"))
+    # the published files predate the request_retries/task_retries columns: count their rows as they are
+    published_rows = sum(len(list(csv.DictReader(p.open(newline="")))) for p in published.glob("*.csv"))
     assert len(rows) == published_rows + 2  # the Zenodo rows carry no run_id, note or tags: not identical
     assert {r["source"] for r in rows} == {"GCS Zarr", "OSN Zarr", "OSN"}
     assert f"{published_rows + 2} row(s) from 3 file(s) (0 duplicate(s) dropped)" in capfd.readouterr().err

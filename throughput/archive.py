@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import dataclasses
 import io
@@ -34,18 +35,25 @@ class ResultsFile:
     and synced, so an interrupted sweep leaves only whole rows behind.
     """
 
-    def __init__(self, path: str | os.PathLike):
+    def __init__(self, path: str | os.PathLike, discard_if_empty: bool = False):
         self.path = Path(path)
-        self._fd = None
+        self.rows = 0
+        self.discard_if_empty = discard_if_empty
+        self._fd: int | None = None
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            new = not self.path.exists() or self.path.stat().st_size == 0
+            self.created = not self.path.exists() or self.path.stat().st_size == 0
             self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
         except OSError as exc:
-            raise ArchiveError(f"Cannot write results to '{self.path}': {exc.strerror or exc}. Choose a writable folder with --out.") from None
+            raise self._error(exc) from None
         header = self._line(dict(zip(COLUMNS, COLUMNS)))
-        if new:
-            self._write(header)
+        if self.created:
+            try:
+                self._write(header)
+            except ArchiveError:
+                self.discard_if_empty = True
+                self.close()
+                raise
         else:
             with self.path.open(encoding="utf-8", errors="replace", newline="") as f:
                 first = f.readline()
@@ -53,6 +61,12 @@ class ResultsFile:
                 self.close()
                 raise ArchiveError(f"Cannot append to '{self.path}': its header is not this version's results "
                                    "schema (another throughput version, or not a results file). Write to a new file.")
+
+    def _error(self, exc: OSError) -> ArchiveError:
+        """The one-line error for a results file that cannot be written, naming its folder."""
+        reason = exc.strerror or str(exc)
+        return ArchiveError(f"Cannot write results file '{self.path.name}' in folder '{self.path.parent}': "
+                            f"{reason}. Choose a writable folder with enough space with --out.")
 
     @staticmethod
     def _line(row: dict) -> str:
@@ -68,16 +82,22 @@ class ResultsFile:
                 raise OSError(f"short write ({written} of {len(data)} bytes)")
             os.fsync(self._fd)
         except OSError as exc:
-            raise ArchiveError(f"Cannot write results to '{self.path}': {exc}") from None
+            raise self._error(exc) from None
 
     def append(self, record: Record) -> None:
         """Write one record as one CSV line, durably."""
         self._write(self._line(dataclasses.asdict(record)))
+        self.rows += 1
 
     def close(self) -> None:
+        """Close the file; with ``discard_if_empty``, remove it if this object created it and
+        wrote no row (a sweep that stopped before its first run leaves no empty file)."""
         if self._fd is not None:
             os.close(self._fd)
             self._fd = None
+            if self.discard_if_empty and self.created and self.rows == 0:
+                with contextlib.suppress(OSError):
+                    self.path.unlink()
 
     def __enter__(self) -> "ResultsFile":
         return self

@@ -57,6 +57,10 @@ class Record:
     throughput_MBps_per_thread: float = float("nan")
     bytes_received: int = 0
     """Bytes the null sinks on the workers received during this run."""
+    request_retries: int = 0
+    """Storage requests the workers' storage clients retried during this run (botocore, s3fs, gcsfs)."""
+    task_retries: int = 0
+    """Dask task retries during this run, counted by the scheduler (-1: not counted)."""
     scale_seconds: float = float("nan")
     """Seconds spent scaling the cluster and waiting for workers before this point (not timed)."""
     warmup_seconds: float = float("nan")

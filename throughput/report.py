@@ -152,7 +152,15 @@ def normalise(frame: pd.DataFrame, origin: str = "") -> pd.DataFrame:
                            f"{missing}; needs at least {list(REQUIRED)}.")
     for column in NUMERIC:
         if column in frame:
-            frame[column] = pd.to_numeric(frame[column], errors="coerce")
+            numbers = pd.to_numeric(frame[column], errors="coerce")
+            if column in REQUIRED:  # garbage where a number belongs is refused, never plotted as NaN
+                text = frame[column].astype(str).str.strip().str.lower()
+                bad = numbers.isna() & frame[column].notna() & ~text.isin(["", "nan", "na", "none", "null"])
+                if bad.any():
+                    row = int(bad.to_numpy().nonzero()[0][0])
+                    raise ArchiveError(f"'{redact_url(origin)}' row {row + 1}: column '{column}' holds "
+                                       f"{str(frame[column].iloc[row])[:40]!r}, not a number.")
+            frame[column] = numbers
     if "source" not in frame:
         fallback = Path(origin).stem or "results"
         frame["source"] = frame["cloud"].fillna(fallback) if "cloud" in frame else fallback

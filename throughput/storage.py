@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import socket
 from collections.abc import Iterator
 from importlib.metadata import PackageNotFoundError, version
 from urllib.parse import urlsplit
@@ -60,7 +61,8 @@ def host_of(url: str) -> str:
     return urlsplit(url).netloc.rsplit("@", 1)[-1] or url
 
 
-def _endpoint(url: str, storage_options: dict | None) -> str:
+def endpoint_host(url: str, storage_options: dict | None = None) -> str:
+    """The host a read of ``url`` talks to: the ``endpoint_url`` option's, else the URL's."""
     opts = storage_options or {}
     endpoint = opts.get("endpoint_url") or (opts.get("client_kwargs") or {}).get("endpoint_url")
     return host_of(endpoint) if endpoint else host_of(url)
@@ -82,6 +84,41 @@ def _refused(exc: BaseException) -> bool:
     return False
 
 
+def is_unreachable(exc: BaseException) -> bool:
+    """True when an error says the storage server could not be reached at all."""
+    text = f"{type(exc).__name__}: {exc}"
+    return isinstance(exc, ConnectionRefusedError) or any(s in text for s in _UNREACHABLE)
+
+
+#: where a protocol's requests go when no endpoint_url is given
+DEFAULT_ENDPOINTS = {"s3": "https://s3.amazonaws.com", "s3a": "https://s3.amazonaws.com",
+                     "gs": "https://storage.googleapis.com", "gcs": "https://storage.googleapis.com"}
+
+
+def check_reachable(url: str, storage_options: dict | None = None, timeout: float = 10) -> None:
+    """Connect once to the storage server of ``url`` before any reader does.
+
+    A refused connection or an unknown host is then one clear error naming the host,
+    at once: storage clients would retry it for many seconds, and libraries that fan
+    out requests concurrently (zarr) would leave half-run requests behind. Only a TCP
+    connection is made; nothing is read.
+    """
+    opts = storage_options or {}
+    endpoint = (opts.get("endpoint_url") or (opts.get("client_kwargs") or {}).get("endpoint_url")
+                or DEFAULT_ENDPOINTS.get(protocol_of(url), url))
+    parts = urlsplit(str(endpoint))
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        return
+    try:
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+        socket.create_connection((parts.hostname, port), timeout=timeout).close()
+    except (OSError, ValueError) as exc:
+        reason = getattr(exc, "strerror", None) or type(exc).__name__
+        raise StorageUnreachableError(
+            f"Storage server {host_of(str(endpoint))} did not answer ({reason}) while opening "
+            f"'{redact_text(url)}'. Is the URL or endpoint_url right and the server up?") from None
+
+
 @contextlib.contextmanager
 def storage_errors(url: str, storage_options: dict | None = None) -> Iterator[None]:
     """Translate what storage libraries raise into one-line throughput errors."""
@@ -91,14 +128,16 @@ def storage_errors(url: str, storage_options: dict | None = None) -> Iterator[No
         raise
     except FileNotFoundError as exc:
         if _refused(exc):  # fsspec's HTTP filesystem reports a refused connection as a missing file
-            host = _endpoint(url, storage_options)
+            host = endpoint_host(url, storage_options)
             raise StorageUnreachableError(f"Storage server {host} did not answer while opening '{redact_text(url)}'. Is the URL or endpoint_url right and the server up?") from exc
         raise SourceNotFoundError(f"Nothing found at '{redact_text(url)}': {redact_text(exc) or 'no such object or bucket'}") from exc
     except PermissionError as exc:
         raise SourceNotFoundError(f"Access denied to '{redact_text(url)}': {redact_text(exc)}. Check credentials in storage_options (key/secret, token, anon=True for public data).") from exc
     except (OSError, Exception) as exc:
-        text = f"{type(exc).__name__}: {exc}"
-        if isinstance(exc, (ConnectionError, TimeoutError)) or any(s in text for s in _UNREACHABLE):
-            host = _endpoint(url, storage_options)
+        if type(exc).__name__ == "NoCredentialsError":
+            raise UsageError(f"No credentials found for '{redact_text(url)}'. Give them with --storage-option "
+                             "key=... --storage-option secret=..., or anon=true for public data.") from exc
+        if isinstance(exc, ConnectionError) or is_unreachable(exc):
+            host = endpoint_host(url, storage_options)
             raise StorageUnreachableError(f"Storage server {host} did not answer while opening '{redact_text(url)}'. Is the URL or endpoint_url right and the server up?") from exc
         raise

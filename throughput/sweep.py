@@ -17,13 +17,15 @@ import numpy as np
 from . import config
 from .archive import ResultsFile
 from .clusters import Cluster
-from .errors import UsageError
+from .errors import StorageUnreachableError, UsageError
 from .instrument import reset_worker_counters, spread, summarise_run, worker_counters
 from .plan import check_blocks_per_task, null_store
 from .records import Record, library_versions, throughput_mbps
 from .redact import redact_text, secret_values
+from .retries import read_watch, request_retries, reset_request_retries, start_watch
 from .sink import NullStore
 from .sources import Source
+from .storage import endpoint_host, is_unreachable
 
 
 def new_run_id() -> str:
@@ -75,6 +77,16 @@ def _sum_workers(results: dict) -> dict[str, Any]:
     return total
 
 
+def _sum_retries(results: dict) -> int:
+    """Retried storage requests over the worker processes, each process counted once."""
+    seen, total = set(), 0
+    for worker, value in results.items():
+        if isinstance(value, (tuple, list)) and (worker.rsplit(":", 1)[0], value[0]) not in seen:
+            seen.add((worker.rsplit(":", 1)[0], value[0]))
+            total += value[1]
+    return total
+
+
 def timed_read(cluster: Cluster, source: Source, workers: list[str] | None, retries: int,
                *, blocks_per_task: int = 1, plan: Any = None) -> tuple[float, dict]:
     """Store the source into the null sink on the cluster; return (runtime, worker counts).
@@ -90,12 +102,21 @@ def timed_read(cluster: Cluster, source: Source, workers: list[str] | None, retr
     client = cluster.start()
     stored = plan if plan is not None else null_store(source.array, NullStore(), blocks_per_task)[0]
     client.run(reset_worker_counters, workers=workers, on_error="ignore")
+    client.run(reset_request_retries, workers=workers, on_error="ignore")
+    watching = start_watch(client)
+    before = set(client.nthreads())
     start = time.perf_counter()
     future = client.compute(stored, retries=retries, workers=workers, allow_other_workers=workers is None)
     future.result()
     runtime = time.perf_counter() - start
     del future
-    return runtime, _sum_workers(client.run(worker_counters, workers=workers, on_error="return"))
+    counts = _sum_workers(client.run(worker_counters, workers=workers, on_error="return"))
+    counts["request_retries"] = _sum_retries(client.run(request_retries, workers=workers, on_error="return"))
+    watch = read_watch(client) if watching else None
+    counts["task_retries"] = watch["task_retries"] if watch else -1  # -1: the scheduler cannot count them
+    left = set(watch["workers_left"]) if watch else set()
+    counts["workers_left"] = sorted(left | (before - set(client.nthreads())))  # workers lost mid-run
+    return runtime, counts
 
 
 def warm_up(cluster: Cluster, source: Source, workers: list[str] | None) -> float:
@@ -120,7 +141,8 @@ def warm_up(cluster: Cluster, source: Source, workers: list[str] | None) -> floa
             if i >= len(blocks):
                 break
             stored = dsa.store(array.blocks[blocks[i]], NullStore(), lock=False, compute=False)
-            futures.append(client.compute(stored, workers=[worker], allow_other_workers=False))
+            # loose restriction: a worker lost during the warm-up must not leave its chunk waiting forever
+            futures.append(client.compute(stored, workers=[worker], allow_other_workers=True))
             i += 1
     client.gather(futures)
     del futures
@@ -187,7 +209,7 @@ def sweep(
         cloud=str(labels.get("cloud", "")), region=str(labels.get("region", "")),
         options=json.dumps(source.options, sort_keys=True, default=str), **library_versions(),
     )
-    cluster.start()
+    client = cluster.start()
     plan = None  # the store graph, built once per sweep, outside every timer
     for n in workers:
         if skip is not None and all(skip(n, r) for r in range(repeats)):
@@ -203,6 +225,9 @@ def sweep(
         for r in range(repeats):
             if skip is not None and skip(n, r):
                 continue
+            if len(client.nthreads()) < present:  # a worker died: wait for its replacement
+                present = cluster.wait_for_workers(n, timeout)
+                use = cluster.workers_for(n)
             if on_start is not None:
                 on_start(n, r)
             counts = cluster.counts(use)
@@ -220,6 +245,17 @@ def sweep(
                 runtime, got = timed_read(cluster, source, use, retries, blocks_per_task=blocks_per_task, plan=plan)
             except Exception as exc:  # a failed run is a row, and the sweep goes on
                 yield Record(**row, warmup_seconds=warm, status="error", error=one_line(exc, secrets))
+                if is_unreachable(exc):  # every later run would fail the same way, slowly
+                    host = endpoint_host(source.url, source.options.get("storage_options"))
+                    raise StorageUnreachableError(
+                        f"Storage server {host} stopped answering during the sweep of '{source.url}' "
+                        f"({one_line(exc, secrets)}); the sweep stopped, finished rows are kept.") from None
+                continue
+            if got["workers_left"]:  # the timing mixes cluster sizes: not a measurement at n workers
+                yield Record(**row, warmup_seconds=warm, status="error", task_retries=got["task_retries"],
+                             request_retries=got["request_retries"],
+                             error=f"worker(s) {', '.join(got['workers_left'])} left during the run; their "
+                                   "tasks were recomputed on the others, so the timing is discarded")
                 continue
             runtimes.append(runtime)
             tput = throughput_mbps(source.nbytes, runtime)
@@ -230,7 +266,7 @@ def sweep(
             yield Record(**{**row, "note": note}, runtime=runtime, throughput_MBps=tput,
                          throughput_MBps_per_thread=tput / counts["nthreads"], bytes_received=got["bytes"],
                          warmup_seconds=warm, point_spread=spread(runtimes) if r == repeats - 1 else float("nan"),
-                         **measured)
+                         request_retries=got["request_retries"], task_retries=got["task_retries"], **measured)
 
 
 def run_sweep(

@@ -7,6 +7,7 @@ interrupted); ``--debug`` shows the traceback instead.
 
 from __future__ import annotations
 
+import logging
 import signal
 import sys
 
@@ -26,7 +27,17 @@ class Interrupted(BaseException):
 
 
 def _raise_interrupted(signum, frame):
+    # the first signal starts the clean-up (clusters, servers, the results file); later
+    # ones are ignored so that they cannot break it half-way
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, signal.SIG_IGN)
     raise Interrupted(signum)
+
+
+def _quiet_unraisable(unraisable) -> None:
+    """Without --debug, drop Python's 'Exception ignored in ...' reports: storage
+    libraries leave abandoned requests behind after a failure, and their tracebacks at
+    exit would bury the one-line error the user needs."""
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -50,15 +61,19 @@ def main(argv: list[str] | None = None) -> int:
     """Run the CLI; returns the exit code (also used as the console script)."""
     argv = sys.argv[1:] if argv is None else argv
     debug = "--debug" in argv
-    previous = signal.signal(signal.SIGTERM, _raise_interrupted)
+    previous = {sig: signal.signal(sig, _raise_interrupted) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
         cli.main(args=argv, prog_name="throughput", standalone_mode=False)
         return 0
     except click.exceptions.Exit as exc:
         return exc.exit_code
     except click.ClickException as exc:
-        err_console.print(f"throughput: error: {redact_text(exc.format_message())}", markup=False)
-        return 2
+        message = " ".join(redact_text(exc.format_message()).split())  # one line, always
+        ctx = getattr(exc, "ctx", None)
+        if isinstance(exc, click.UsageError) and ctx is not None:
+            message += f" See '{ctx.command_path} --help'."
+        err_console.print(f"throughput: error: {message}", markup=False)
+        return exc.exit_code if isinstance(exc, click.UsageError) else 1
     except (KeyboardInterrupt, click.exceptions.Abort, Interrupted) as exc:
         err_console.print("throughput: interrupted; every finished row is in the results file", markup=False)
         return getattr(exc, "exit_code", 130)
@@ -67,7 +82,8 @@ def main(argv: list[str] | None = None) -> int:
     except ThroughputError as exc:
         if debug:
             raise
-        err_console.print(f"throughput: error: {redact_text(str(exc))}", markup=False)
+        message = " ".join(line.strip() for line in redact_text(str(exc)).splitlines() if line.strip())
+        err_console.print(f"throughput: error: {message}", markup=False)
         return exc.exit_code
     except Exception as exc:
         if debug:
@@ -77,10 +93,15 @@ def main(argv: list[str] | None = None) -> int:
         err_console.print(f"throughput: error: {one_line(exc)} (run with --debug for the traceback)", markup=False)
         return 1
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
 
 
 def console_main() -> None:
+    if "--debug" not in sys.argv[1:]:
+        sys.unraisablehook = _quiet_unraisable  # until the interpreter exits, when the reports come
+        # storage clients closed at exit from another event loop report it through asyncio's logger
+        logging.getLogger("asyncio").setLevel(logging.CRITICAL)
     sys.exit(main())
 
 

@@ -18,13 +18,24 @@ out_console = Console(highlight=False)
 
 def parse_workers(text: str) -> list[int]:
     """``"4,1,2"`` -> ``[4, 1, 2]``; anything else is a usage error naming the bad part."""
+    from ..sweep import check_workers
+
     parts = [p.strip() for p in str(text).split(",")]
     counts = []
     for part in parts:
-        if not part.isdigit() or int(part) < 1:
+        if not part.isascii() or not part.isdigit() or int(part) < 1:
             raise UsageError(f"Bad worker count '{part}' in --workers '{text}': give positive integers separated by commas, like 1,2,4.")
         counts.append(int(part))
-    return counts
+    return check_workers(counts)
+
+
+def open_results(out: str, label: str, run_id: str):
+    """Preflight of the results file: create it (header written and synced) before any
+    cluster starts or any data is read, so an unwritable folder or a full disk is found
+    first. A sweep that ends before its first row leaves no file behind."""
+    from ..archive import ResultsFile, results_path
+
+    return ResultsFile(results_path(out, run_id, label), discard_if_empty=True)
 
 
 def parse_options(pairs: tuple[str, ...], flag: str = "--storage-option") -> dict[str, Any]:
@@ -34,6 +45,9 @@ def parse_options(pairs: tuple[str, ...], flag: str = "--storage-option") -> dic
         key, sep, value = pair.partition("=")
         if not sep or not key.strip():
             raise UsageError(f"Bad {flag} '{redact_text(pair.split('=')[0])}=...': write it as key=value, like anon=true or endpoint_url=https://host.")
+        if value.lstrip().startswith("!"):  # YAML tags construct objects: never taken from the command line
+            raise UsageError(f"Bad {flag} '{key.strip()}': YAML tags (values starting with '!', like "
+                             "!!python/object) are not accepted; give a plain value (text, number, true/false).")
         try:
             parsed = yaml.safe_load(value) if value else ""
         except yaml.YAMLError:
@@ -62,10 +76,13 @@ def show_records(records, title: str = "Results") -> None:
     out_console.print(table)
 
 
-def execute_sweep(sources, cluster, workers, repeats, out, labels=None, run_id=None, **sweep_options) -> tuple[Path, list]:
+def execute_sweep(sources, cluster, workers, repeats, out, labels=None, run_id=None, results=None,
+                  **sweep_options) -> tuple[Path, list]:
     """Sweep each source on the cluster, with a progress bar; rows go to one CSV as they end.
 
-    ``sweep_options`` (``blocks_per_task``, ``warmup``, ...) pass to :func:`throughput.sweep.sweep`.
+    ``results`` is a results file already opened (see :func:`open_results`); without
+    it one is made in ``out``. ``sweep_options`` (``blocks_per_task``, ``warmup``, ...)
+    pass to :func:`throughput.sweep.sweep`.
     """
     from ..archive import ResultsFile, results_path
     from ..sweep import check_repeats, check_workers, new_run_id, sweep
@@ -73,9 +90,11 @@ def execute_sweep(sources, cluster, workers, repeats, out, labels=None, run_id=N
     workers, repeats = check_workers(workers), check_repeats(repeats)
     run_id = run_id or new_run_id()
     label = sources[0].name if len(sources) == 1 else "multi"
-    path = results_path(out, run_id, label)
+    if results is None:
+        results = ResultsFile(results_path(out, run_id, label))
+    path = results.path
     records = []
-    with ResultsFile(path) as results:
+    with results:
         err_console.print(f"results: {path}")
         total = len(sources) * len(workers) * repeats
         columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())

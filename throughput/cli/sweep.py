@@ -7,7 +7,14 @@ from pathlib import Path
 import click
 
 from . import cli
-from .common import err_console, execute_sweep, parse_options, parse_workers, show_records
+from .common import (
+    err_console,
+    execute_sweep,
+    open_results,
+    parse_options,
+    parse_workers,
+    show_records,
+)
 
 
 @cli.command()
@@ -37,26 +44,34 @@ def sweep(url, variable, format_, name, workers, repeats, threads_per_worker, cl
     """Sweep a cluster over worker counts reading URL (or CATALOG:ENTRY) into a null sink; write CSV rows."""
     from ..catalog import resolve_entry, split_catalog_spec
     from ..clusters import open_cluster
-    from ..sources import open_source
+    from ..sources import default_name, open_source
+    from ..sweep import check_repeats, new_run_id
 
-    counts = parse_workers(workers)
+    # every usage error is found before any server is contacted or any file written
+    counts, repeats = parse_workers(workers), check_repeats(repeats)
     storage_options = parse_options(storage_option)
     cluster_options = parse_options(cluster_option, "--cluster-option")
     if threads_per_worker:
         cluster_options["threads_per_worker"] = threads_per_worker
     source_options = parse_options(source_option, "--option")
+    cluster = open_cluster(cluster_kind, **cluster_options)  # not started yet
+    entry = None
     if url.lower().split("?")[0].endswith((".yaml", ".yml")) or split_catalog_spec(url):
         # CATALOG:ENTRY; the catalog's cloud/region labels fill what the command line left empty
-        entry = resolve_entry(url)
-        source = entry.open(variable, format=format_, storage_options=storage_options, name=name,
-                            **source_options)
+        entry = resolve_entry(url)  # reads the catalog only: unknown entries are found here
         cloud, region = cloud or entry.cloud, region or entry.region
-    else:
-        source = open_source(url, variable, format=format_, storage_options=storage_options, name=name,
-                             **source_options)
-    with open_cluster(cluster_kind, **cluster_options) as cluster:
-        path, records = execute_sweep([source], cluster, counts, repeats, out, {"cloud": cloud, "region": region},
-                                      blocks_per_task=blocks_per_task, warmup=warmup)
+    run_id = new_run_id()
+    with open_results(out, name or (entry.name if entry else default_name(url)), run_id) as results:
+        if entry is not None:
+            source = entry.open(variable, format=format_, storage_options=storage_options, name=name,
+                                **source_options)
+        else:
+            source = open_source(url, variable, format=format_, storage_options=storage_options, name=name,
+                                 **source_options)
+        with cluster:
+            path, records = execute_sweep([source], cluster, counts, repeats, out, {"cloud": cloud, "region": region},
+                                          run_id=run_id, results=results, blocks_per_task=blocks_per_task,
+                                          warmup=warmup)
     finish(path, records, plot)
 
 
@@ -70,16 +85,22 @@ def sweep(url, variable, format_, name, workers, repeats, threads_per_worker, cl
 @click.option("--opendap", is_flag=True, help="Also serve the array as NetCDF over OPeNDAP (pydap; slow).")
 def demo(workers, repeats, out, source_names, opendap):
     """Run the main job on the embedded default: local servers, LocalCluster, no credentials."""
+    from .. import config
     from ..clusters import open_cluster
+    from ..datasets import DEFAULT_SHAPE
     from ..embedded import check_names, embedded_sources
+    from ..sweep import check_repeats, new_run_id
 
-    counts = parse_workers(workers)
+    counts, repeats = parse_workers(workers), check_repeats(repeats)
     names = check_names([n.strip() for n in source_names.split(",") if n.strip()])
-    with embedded_sources(status=lambda m: err_console.print(f"[dim]{m}[/dim]"), sources=names,
-                          opendap=opendap) as sources:
-        with open_cluster("local") as cluster:
-            path, records = execute_sweep(list(sources.values()), cluster, counts, repeats, out,
-                                          {"cloud": "local", "region": "127.0.0.1"})
+    run_id = new_run_id()
+    status = lambda m: err_console.print(f"[dim]{m}[/dim]")  # noqa: E731
+    shape = tuple(config.get("demo.shape", None) or DEFAULT_SHAPE)  # smaller for quick checks
+    with (open_results(out, "demo", run_id) as results,
+          embedded_sources(shape, status=status, sources=names, opendap=opendap) as sources,
+          open_cluster("local") as cluster):
+        path, records = execute_sweep(list(sources.values()), cluster, counts, repeats, out,
+                                      {"cloud": "local", "region": "127.0.0.1"}, run_id=run_id, results=results)
     finish(path, records, plot=True)
 
 

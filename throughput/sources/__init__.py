@@ -15,6 +15,7 @@ from typing import Any
 import dask.array as da
 import fsspec
 
+from .. import config
 from ..errors import MissingDependencyError, UsageError
 from ..redact import redact_options, redact_url
 
@@ -207,8 +208,19 @@ def check_readable(array: da.Array, url: str) -> None:
     """Refuse arrays a throughput run cannot mean anything for."""
     if array.size == 0:
         raise UsageError(f"The array at '{redact_url(url)}' is empty (shape {array.shape}); nothing to read.")
-    if array.dtype.kind == "O":
-        raise UsageError(f"The array at '{redact_url(url)}' has object dtype; only fixed-size numeric arrays can be measured.")
+    max_chunks = config.get("sweep.max-chunks", 1_000_000)
+    nchunks = math.prod(array.numblocks)
+    if nchunks > max_chunks:
+        raise UsageError(f"The array at '{redact_url(url)}' has {nchunks} chunks (shape {array.shape}, chunks "
+                         f"{array.chunksize}); at most {max_chunks} can be scheduled: use larger chunks.")
+    max_chunk = config.get("sweep.max-chunk-bytes", 2**34)
+    chunk_bytes = math.prod(array.chunksize) * array.dtype.itemsize
+    if chunk_bytes > max_chunk:
+        raise UsageError(f"One chunk of the array at '{redact_url(url)}' is {chunk_bytes} bytes (chunks "
+                         f"{array.chunksize}); at most {max_chunk} bytes fit a worker: use smaller chunks.")
+    if array.dtype.kind in ("O", "T"):  # Python objects, variable-width strings
+        raise UsageError(f"The array at '{redact_url(url)}' has object dtype ({array.dtype}); only fixed-size "
+                         "numeric arrays can be measured.")
 
 
 def _replace(source: Source, **changes: Any) -> Source:

@@ -29,6 +29,9 @@ def _ints(text: str, what: str, url: str) -> tuple[int, ...]:
 
 def open_synthetic(url: str, variable: str | None, *, storage_options: dict[str, Any], **options: Any) -> Source:
     """A dask array of ones whose chunks are made where the task runs (nearly free)."""
+    if options:
+        raise UsageError(f"Unknown option(s) {sorted(options)} for synthetic sources: they take none; "
+                         f"set {sorted(DEFAULTS)} in the URL, like synthetic://t?shape=4,4&chunks=2,2.")
     parts = urlsplit(url)
     query = {k: v[-1] for k, v in parse_qs(parts.query).items()}
     unknown = set(query) - set(DEFAULTS)

@@ -13,7 +13,13 @@ from zarr.storage import FsspecStore
 from ..errors import SourceNotFoundError, UsageError, VariableNotFoundError
 from ..instrument import CountingStore
 from ..redact import redact_url
-from ..storage import filesystem_class, protocol_of, storage_errors, storage_library
+from ..storage import (
+    check_reachable,
+    filesystem_class,
+    protocol_of,
+    storage_errors,
+    storage_library,
+)
 from . import Source, default_name
 
 #: s3fs reads objects larger than this (its ``default_block_size``) as concurrent ranged GETs
@@ -22,6 +28,7 @@ S3FS_SPLIT_BYTES = 50 * 2**20
 
 def _store(url: str, storage_options: dict[str, Any]) -> CountingStore:
     filesystem_class(url)  # clear error for an unknown protocol or a missing backend
+    check_reachable(url, storage_options)
     if "://" not in url:
         url = "file://" + url
     fs_opts = {"asynchronous": True, **storage_options} if not url.startswith("file://") else storage_options
@@ -84,7 +91,11 @@ def open_zarr(
         if lean is not storage_options:
             array, variable = _open_array(url, variable, lean)
             extra["s3fs_max_concurrency"] = 1
-    lazy = da.from_zarr(array, chunks=chunks, name=f"zarr-{variable}-{uuid.uuid4().hex[:8]}")
+    try:
+        lazy = da.from_zarr(array, chunks=chunks, name=f"zarr-{variable}-{uuid.uuid4().hex[:8]}")
+    except (ValueError, TypeError) as exc:  # dask's own check of the chunks option
+        raise UsageError(f"Bad chunks {chunks!r} for '{redact_url(url)}' ({str(exc).splitlines()[0]}): give "
+                         "elements per dimension like 1,5,270,360, 'auto', or a size like 100MB.") from None
     return Source(
         name=default_name(url), format="zarr", url=url, variable=variable, array=lazy,
         storage_library=storage_library(url), dims=_dims(array), attrs=dict(array.attrs),
@@ -112,6 +123,9 @@ def _open_array(url: str, variable: str | None, storage_options: dict[str, Any])
                 if len(names) != 1:
                     raise UsageError(f"Name a variable to read from '{redact_url(url)}'; it has {names}.")
                 variable = names[0]
+            if variable not in node.array_keys() and variable in node.group_keys():
+                raise VariableNotFoundError(f"'{variable}' in '{redact_url(url)}' is a group, not an array. "
+                                            f"Arrays: {sorted(node.array_keys())}.")
             if variable not in node.array_keys():
                 raise VariableNotFoundError(
                     f"Variable '{variable}' not found in '{redact_url(url)}'. Variables: {sorted(node.array_keys())}."
