@@ -18,7 +18,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Self
 from urllib.parse import urlsplit
 
-from . import free_port
+from . import free_port, stop_threaded_server
 
 #: what a throttled or failing S3 store answers (status, S3 error code, message)
 S3_FAULTS: tuple[tuple[int, str, str], ...] = (
@@ -170,13 +170,8 @@ class FaultyProxy:
         return self
 
     def stop(self) -> None:
-        if self._server is not None:
-            self._server.shutdown()
-            self._server.server_close()
-            self._server = None
-        if self._thread is not None:
-            self._thread.join(5)
-            self._thread = None
+        stop_threaded_server(self._server, self._thread, 5)
+        self._server = self._thread = None
 
     def __enter__(self) -> Self:
         return self.start()

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Self
 
 from ..errors import MissingDependencyError
-from . import free_port, wait_until
+from . import free_port, remove_workdir, stop_process_group, wait_until
 
 CONFIG = """\
 # written by throughput.servers.gateway: a local, single-user dask-gateway for testing
@@ -151,19 +151,9 @@ class GatewayServer:
 
     def stop(self, timeout: float = 15) -> None:
         """SIGTERM (the server stops its clusters), then SIGKILL after ``timeout`` seconds."""
-        if self.process is not None and self.process.poll() is None:
-            try:
-                os.killpg(self.process.pid, signal.SIGTERM)
-                self.process.wait(timeout)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.process.pid, signal.SIGKILL)
-                self.process.wait(5)
-            except ProcessLookupError:
-                pass
-        self.process = None
-        if self.workdir is not None:
-            shutil.rmtree(self.workdir, ignore_errors=True)
-            self.workdir = None
+        stop_process_group(self.process, timeout)
+        remove_workdir(self.workdir)
+        self.process = self.workdir = None
 
     def __enter__(self) -> Self:
         return self.start()

@@ -17,6 +17,8 @@ from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Self
 
+from . import stop_threaded_server
+
 _RANGE = re.compile(r"^bytes=(\d*)-(\d*)$")
 
 
@@ -132,11 +134,8 @@ class StaticHTTPServer:
         return self
 
     def stop(self) -> None:
-        if self._server is not None:
-            self._server.shutdown()
-            self._server.server_close()
-            self._thread.join(5)
-            self._server = self._thread = None
+        stop_threaded_server(self._server, self._thread, 5)
+        self._server = self._thread = None
 
     def put(self, local: str | os.PathLike, key: str) -> str:
         """Copy a local file or folder under the served folder; returns its URL."""

@@ -28,7 +28,7 @@ from typing import Any, Self
 import numpy as np
 
 from ..errors import SourceNotFoundError, missing_dependency
-from . import free_port, port_open, wait_until
+from . import free_port, port_open, stop_threaded_server, wait_until
 
 
 class H5NetCDFArray:
@@ -266,13 +266,8 @@ class OpendapServer:
         return self
 
     def stop(self) -> None:
-        if self._server is not None:
-            self._server.shutdown()
-            self._server.server_close()
-            self._server = None
-        if self._thread is not None:
-            self._thread.join(10)
-            self._thread = None
+        stop_threaded_server(self._server, self._thread, 10)
+        self._server = self._thread = None
 
     def __enter__(self) -> Self:
         return self.start()

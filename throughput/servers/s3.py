@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
@@ -13,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import MissingDependencyError
-from . import free_port, port_open, wait_until
+from . import free_port, port_open, remove_workdir, stop_process_group, wait_until
 
 ACCESS_KEY = "throughput-local"
 SECRET_KEY = "throughput-local-secret"
@@ -122,19 +121,9 @@ class SeaweedS3(S3Server):
 
     def stop(self, timeout: float = 2) -> None:
         # weed takes 15-20 s to honour SIGTERM; its data is a temp folder, so a short grace is enough
-        if self.process is not None and self.process.poll() is None:
-            try:
-                os.killpg(self.process.pid, signal.SIGTERM)
-                self.process.wait(timeout)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.process.pid, signal.SIGKILL)
-                self.process.wait(5)
-            except ProcessLookupError:
-                pass
-        self.process = None
-        if self.workdir is not None:
-            shutil.rmtree(self.workdir, ignore_errors=True)
-            self.workdir = None
+        stop_process_group(self.process, timeout)
+        remove_workdir(self.workdir)
+        self.process = self.workdir = None
 
 
 class MotoS3(S3Server):
