@@ -236,7 +236,9 @@ def test_local_cluster_short_wait_and_ctrl_c():
         assert row.bytes_received == SYNTHETIC_BYTES
         # Ctrl-C in the middle of the next sweep
         run_sweep(src, cluster, [2], repeats=1, on_start=interrupt)
-    assert len(interrupt.pids) == 2 and provider.client is None
+    # a third worker still spawning from the scale(3) above may connect after the wait saw 2:
+    # every worker seen at Ctrl-C (2 or 3) must be gone afterwards
+    assert len(interrupt.pids) >= 2 and provider.client is None
     wait_until(lambda: not any(psutil.pid_exists(p) for p in interrupt.pids.values()), 30, "workers gone")
 
 

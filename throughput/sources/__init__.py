@@ -16,7 +16,7 @@ import dask.array as da
 import fsspec
 
 from .. import config
-from ..errors import MissingDependencyError, UsageError
+from ..errors import MissingDependencyError, UsageError, VariableNotFoundError
 from ..redact import redact_options, redact_url
 
 #: kind name -> "module:function" (imported lazily) and the extra that installs its needs
@@ -202,6 +202,23 @@ def open_source(
         changes["options"] = {**source.options, "storage_options": redact_options(storage_options)}
     check_readable(source.array, source.url)
     return _replace(source, **changes)
+
+
+def choose_variable(variable: str | None, candidates: list[str], available, url: str,
+                    listed=None) -> str:
+    """The variable to read: the one asked for, or the only candidate; else a one-line error.
+
+    ``candidates`` are the data variables worth measuring, ``available`` every name that
+    may be asked for, ``listed`` what the not-found message lists (default ``available``).
+    """
+    if variable is None:
+        if len(candidates) != 1:
+            raise UsageError(f"Name a variable to read from '{redact_url(url)}'; it has {candidates}.")
+        return candidates[0]
+    if variable not in available:
+        names = sorted(map(str, available if listed is None else listed))
+        raise VariableNotFoundError(f"Variable '{variable}' not found in '{redact_url(url)}'. Variables: {names}.")
+    return variable
 
 
 def check_readable(array: da.Array, url: str) -> None:

@@ -26,10 +26,10 @@ import fsspec
 import numpy as np
 
 from .. import config
-from ..errors import SourceNotFoundError, UsageError, VariableNotFoundError, missing_dependency
+from ..errors import SourceNotFoundError, UsageError, missing_dependency
 from ..redact import redact_text, redact_url
 from ..storage import filesystem_class, protocol_of, storage_errors, storage_library
-from . import Source, default_name
+from . import Source, choose_variable, default_name
 
 #: fs.open options for remote files, measured on a real S3 store (see README, "NetCDF/HDF5").
 #: "first" keeps the file's first block (superblock, object headers and, for files
@@ -230,14 +230,8 @@ def open_netcdf(
         fs, paths = _expand(urls, storage_options)
         first = _open_dataset(fs, paths[0], fs.unstrip_protocol(paths[0]) if remote else paths[0], open_kwargs)
         names = _data_variables(first)
-        if variable is None:
-            if len(names) != 1:
-                raise UsageError(f"Name a variable to read from '{redact_url(urls[0])}'; it has {names}.")
-            variable = names[0]
-        if variable not in first.variables:
-            raise VariableNotFoundError(
-                f"Variable '{variable}' not found in '{redact_url(fs.unstrip_protocol(paths[0]))}'. "
-                f"Variables: {sorted(map(str, first.data_vars))}.")
+        where = urls[0] if variable is None else fs.unstrip_protocol(paths[0])
+        variable = choose_variable(variable, names, first.variables, where, listed=first.data_vars)
         var = first[variable]
         dims = tuple(str(d) for d in var.dims)
         spec, chunking = _chunk_spec(var, chunks)

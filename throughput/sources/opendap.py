@@ -32,11 +32,10 @@ from ..errors import (
     SourceNotFoundError,
     StorageUnreachableError,
     UsageError,
-    VariableNotFoundError,
     missing_dependency,
 )
 from ..redact import redact_text, redact_url
-from . import Source, default_name
+from . import Source, choose_variable, default_name
 
 PROTOCOLS = ("dap2", "dap4")
 #: session settings an OPeNDAP source accepts through ``storage_options``
@@ -218,13 +217,7 @@ def open_opendap(
         raise UsageError(f"Bad request_bytes {request_bytes!r}: must be a positive number of bytes.")
     dataset, ds = _open_dataset(http_url, protocol, storage_options)
     names = data_variables(ds)
-    if variable is None:
-        if len(names) != 1:
-            raise UsageError(f"Name a variable to read from '{redact_url(url)}'; it has {names}.")
-        variable = names[0]
-    if variable not in ds.variables:
-        raise VariableNotFoundError(
-            f"Variable '{variable}' not found in '{redact_url(url)}'. Variables: {sorted(map(str, ds.variables))}.")
+    variable = choose_variable(variable, names, ds.variables, url)
     var = ds[variable].variable
     # same metadata, data behind pydap's own (picklable) request proxy
     var = xr.Variable(var.dims, indexing.LazilyIndexedArray(DapRequestArray(dataset[variable].data)), var.attrs)

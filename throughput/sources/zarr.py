@@ -20,7 +20,7 @@ from ..storage import (
     storage_errors,
     storage_library,
 )
-from . import Source, default_name
+from . import Source, choose_variable, default_name
 
 #: s3fs reads objects larger than this (its ``default_block_size``) as concurrent ranged GETs
 S3FS_SPLIT_BYTES = 50 * 2**20
@@ -119,17 +119,11 @@ def _open_array(url: str, variable: str | None, storage_options: dict[str, Any])
                        "HTTP, the server cannot list folders: consolidate its metadata "
                        "(zarr.consolidate_metadata) or name the array's own URL.")
                 raise SourceNotFoundError(msg)
-            if variable is None:
-                if len(names) != 1:
-                    raise UsageError(f"Name a variable to read from '{redact_url(url)}'; it has {names}.")
-                variable = names[0]
-            if variable not in node.array_keys() and variable in node.group_keys():
+            arrays = list(node.array_keys())
+            if variable is not None and variable not in arrays and variable in node.group_keys():
                 raise VariableNotFoundError(f"'{variable}' in '{redact_url(url)}' is a group, not an array. "
-                                            f"Arrays: {sorted(node.array_keys())}.")
-            if variable not in node.array_keys():
-                raise VariableNotFoundError(
-                    f"Variable '{variable}' not found in '{redact_url(url)}'. Variables: {sorted(node.array_keys())}."
-                )
+                                            f"Arrays: {sorted(arrays)}.")
+            variable = choose_variable(variable, names, arrays, url)
             array = node[variable]
         else:
             array = node
