@@ -14,7 +14,7 @@ from typing import Any
 import dask.array as dsa
 import numpy as np
 
-from . import config
+from . import allocator, config
 from .archive import ResultsFile
 from .clusters import Cluster
 from .errors import StorageUnreachableError, UsageError
@@ -207,9 +207,10 @@ def sweep(
     base = dict(
         run_id=run_id, **source.describe(), cluster=cluster.kind, tags=str(tags),
         cloud=str(labels.get("cloud", "")), region=str(labels.get("region", "")),
-        options=json.dumps(source.options, sort_keys=True, default=str), **library_versions(),
+        **library_versions(),
     )
     client = cluster.start()
+    allocator.tune_workers(client, cluster.starts_workers)
     plan = None  # the store graph, built once per sweep, outside every timer
     for n in workers:
         if skip is not None and all(skip(n, r) for r in range(repeats)):
@@ -220,6 +221,9 @@ def sweep(
         scale_seconds = time.perf_counter() - began
         short = cluster.shortfall(n, present, timeout) if present < n else ""
         use = cluster.workers_for(n)
+        # what shaped the read: the source's options and the workers' allocator, as they report it
+        options = json.dumps({**source.options, "worker_malloc": allocator.reported(client, use)},
+                             sort_keys=True, default=str)
         warm = float("nan")
         runtimes: list[float] = []
         for r in range(repeats):
@@ -232,7 +236,7 @@ def sweep(
                 on_start(n, r)
             counts = cluster.counts(use)
             stamp = datetime.now(timezone.utc).isoformat(timespec="milliseconds")
-            row = dict(base, timestamp=stamp, repeat=r, requested_workers=n, scale_seconds=scale_seconds,
+            row = dict(base, options=options, timestamp=stamp, repeat=r, requested_workers=n, scale_seconds=scale_seconds,
                        blocks_per_task=blocks_per_task, **counts, note=short)
             if counts["nworkers"] == 0:
                 yield Record(**row, status="error", error=f"no workers: {short or 'the cluster has none'}")

@@ -56,6 +56,8 @@ class Cluster:
             config.get("cluster.wait-timeout", 120) if wait_timeout is None else wait_timeout)
         #: whether :meth:`close` closes :attr:`client` (not when the caller gave it)
         self.owns_client = True
+        #: whether throughput started the workers (and may tune them: :mod:`throughput.allocator`)
+        self.starts_workers = True
         #: worker addresses connected at the end of the last wait
         self.present: list[str] = []
 

@@ -40,6 +40,7 @@ class AddressProvider(Cluster):
                  wait_timeout: float | None = None, **options: Any):
         reject_options(self.kind, options, ["address", "connect_timeout", "wait_timeout"])
         super().__init__(wait_timeout=wait_timeout)
+        self.starts_workers = False
         self.address = address or config.get("cluster.address.address") or dask.config.get("scheduler-address", None)
         if not self.address:
             raise UsageError("No scheduler address: give address=tcp://host:8786 "
@@ -99,6 +100,7 @@ class ExistingProvider(AddressProvider):
             raise UsageError(f"client must be a distributed.Client, not {type(client).__name__}; "
                              "pass cluster objects as cluster=...")
         Cluster.__init__(self, wait_timeout=wait_timeout)
+        self.starts_workers = False  # the caller's workers
         self.given_client = client
         self.cluster = cluster if cluster is not None else getattr(client, "cluster", None)
         self.resizable = callable(getattr(self.cluster, "scale", None))
