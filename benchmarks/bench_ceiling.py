@@ -135,6 +135,18 @@ def main(argv: list[str] | None = None) -> int:
             def get_s3fs(key: str) -> int:
                 return decode(fs.cat_file(prefix + key))
 
+            try:  # the Rust client zarr's ObjectStore uses (throughput's store=obstore), when installed
+                import obstore
+                from obstore.store import S3Store
+
+                rust = S3Store(BUCKET, endpoint=s3.endpoint_url, region="us-east-1", skip_signature=True,
+                               client_options={"allow_http": True})
+            except ImportError:
+                rust = None
+
+            def get_obstore(key: str) -> int:
+                return decode(obstore.get(rust, prefix.split("/", 1)[1] + key).bytes())
+
             def hand_written(get) -> float:
                 with ThreadPoolExecutor(nthreads) as threads:
                     start = time.perf_counter()
@@ -165,7 +177,9 @@ def main(argv: list[str] | None = None) -> int:
             methods = {"a1 urllib3 GET+decode": lambda: hand_written(get_urllib3),
                        "a2 s3fs GET+decode": lambda: hand_written(get_s3fs),
                        "b seed's code": seed, "c throughput": ours}
-            names = list(methods)
+            if rust is not None:
+                methods["a3 obstore GET+decode"] = lambda: hand_written(get_obstore)
+            names = sorted(methods)
             results: dict[str, list[float]] = {n: [] for n in names}
             for name in names:  # warm-up round, not counted
                 methods[name]()
@@ -181,7 +195,8 @@ def main(argv: list[str] | None = None) -> int:
                 values = results[name]
                 print(f"  {name:24s} median {statistics.median(values):7.1f}   IQR/median {iqr_over_median(values):6.1%}")
             c = results["c throughput"]
-            for label, other in (("c/a1", "a1 urllib3 GET+decode"), ("c/a2", "a2 s3fs GET+decode"), ("c/b", "b seed's code")):
+            for other in (n for n in names if n[0] in "ab"):
+                label = f"c/{other.split()[0]}"
                 ratios = [x / y for x, y in zip(c, results[other])]
                 print(f"  {label:5s} median of per-round ratios {statistics.median(ratios):.3f}"
                       f"  (min {min(ratios):.3f}, max {max(ratios):.3f})")

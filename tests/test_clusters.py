@@ -360,3 +360,18 @@ def test_cli_missing_package_gives_install_hint(monkeypatch, tmp_path, capsys):
     assert capsys.readouterr().err.strip() == (
         "throughput: error: Missing package 'dask-gateway' required for 'gateway' clusters. "
         "Install it with: pip install dask-gateway  (or: pip install 'throughput[gateway]')")
+
+
+@pytest.mark.parametrize("method", ["forkserver", "spawn"])
+def test_local_workers_start_method_is_held_while_the_cluster_lives(method):
+    import dask
+
+    before = dask.config.get("distributed.worker.multiprocessing-method")
+    with dask.config.set({"throughput.cluster.local.start-method": method}), open_cluster("local") as cluster:
+        cluster.scale(2)
+        assert cluster.wait_for_workers(2, 60) == 2
+        parents = set(cluster.client.run(os.getppid).values())
+        assert dask.config.get("distributed.worker.multiprocessing-method") == method
+        # spawned workers are children of this process (their nanny's); forkserver's are the fork server's
+        assert (parents == {os.getpid()}) is (method == "spawn"), parents
+    assert dask.config.get("distributed.worker.multiprocessing-method") == before

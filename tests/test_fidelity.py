@@ -101,7 +101,6 @@ def test_sweep_rows_carry_measured_columns(seaweed, s3_zarr, local_cluster, tmp_
     for r in records:
         assert r.tasks == NCHUNKS and r.requests == NCHUNKS and r.blocks_per_task == 1
         assert r.bytes_received == NBYTES and 0 < r.wire_bytes < NBYTES * 1.01
-        assert r.warmup_seconds > 0  # untimed warm-up before each point
         assert r.task_MBps_p10 <= r.task_MBps_median <= r.task_MBps_p90
         assert r.thread_MBps_min <= r.thread_MBps_median <= r.thread_MBps_max
         # every byte stored by some thread within the run: per-thread shares add up to the total
@@ -112,6 +111,9 @@ def test_sweep_rows_carry_measured_columns(seaweed, s3_zarr, local_cluster, tmp_
         assert [math.isnan(r.point_spread) for r in point] == [True, True, False]
         assert point[2].point_spread == pytest.approx(spread([r.runtime for r in point]))
         assert len({r.warmup_seconds for r in point}) == 1  # one warm-up per point
+    # an untimed warm-up at 2 workers; at 1, the worker left was warmed already: no second warm-up
+    assert {r.warmup_seconds for r in records if r.requested_workers == 2}.pop() > 0
+    assert {r.warmup_seconds for r in records if r.requested_workers == 1} == {0.0}
     one = [r for r in records if r.nthreads == 1]
     assert all(r.thread_MBps_max == pytest.approx(r.throughput_MBps) for r in one)  # one thread did it all
     rows = list(csv.DictReader(path.open()))

@@ -64,7 +64,8 @@ class Record:
     scale_seconds: float = float("nan")
     """Seconds spent scaling the cluster and waiting for workers before this point (not timed)."""
     warmup_seconds: float = float("nan")
-    """Seconds of the untimed warm-up (one chunk per worker thread) before this point's first repeat."""
+    """Seconds of the untimed warm-up (one chunk per thread of each worker new to the sweep) before this
+    point's first repeat; 0 when all its workers were warmed at an earlier point, NaN when warm-up is off."""
     blocks_per_task: int = 1
     """Chunks stored per task (1: the seed's one task per chunk)."""
     tasks: int = 0

@@ -87,6 +87,17 @@ def _sum_retries(results: dict) -> int:
     return total
 
 
+def _reset_on_worker() -> None:
+    """Zero every counter a run reads back: sink, store requests, retried requests (run on each worker)."""
+    reset_worker_counters()
+    reset_request_retries()
+
+
+def _collect_on_worker() -> tuple[dict, tuple[int, int]]:
+    """This worker's counters since the reset, in one round trip (run on each worker)."""
+    return worker_counters(), request_retries()
+
+
 def timed_read(cluster: Cluster, source: Source, workers: list[str] | None, retries: int,
                *, blocks_per_task: int = 1, plan: Any = None) -> tuple[float, dict]:
     """Store the source into the null sink on the cluster; return (runtime, worker counts).
@@ -101,8 +112,7 @@ def timed_read(cluster: Cluster, source: Source, workers: list[str] | None, retr
     """
     client = cluster.start()
     stored = plan if plan is not None else null_store(source.array, NullStore(), blocks_per_task)[0]
-    client.run(reset_worker_counters, workers=workers, on_error="ignore")
-    client.run(reset_request_retries, workers=workers, on_error="ignore")
+    client.run(_reset_on_worker, workers=workers, on_error="ignore")
     watching = start_watch(client)
     before = set(client.nthreads())
     start = time.perf_counter()
@@ -110,8 +120,10 @@ def timed_read(cluster: Cluster, source: Source, workers: list[str] | None, retr
     future.result()
     runtime = time.perf_counter() - start
     del future
-    counts = _sum_workers(client.run(worker_counters, workers=workers, on_error="return"))
-    counts["request_retries"] = _sum_retries(client.run(request_retries, workers=workers, on_error="return"))
+    collected = client.run(_collect_on_worker, workers=workers, on_error="return")
+    collected = {w: v for w, v in collected.items() if isinstance(v, tuple)}  # not a worker that failed
+    counts = _sum_workers({w: v[0] for w, v in collected.items()})
+    counts["request_retries"] = _sum_retries({w: v[1] for w, v in collected.items()})
     watch = read_watch(client) if watching else None
     counts["task_retries"] = watch["task_retries"] if watch else -1  # -1: the scheduler cannot count them
     left = set(watch["workers_left"]) if watch else set()
@@ -189,7 +201,8 @@ def sweep(
         arrays of very many chunks (:mod:`throughput.plan`); every chunk is still read.
     warmup
         Read one chunk per worker thread, untimed, before each point's first repeat
-        (default ``throughput.sweep.warmup``, true); see :func:`warm_up`.
+        (default ``throughput.sweep.warmup``, true), on the workers that have not read
+        one yet in this sweep; see :func:`warm_up`.
     """
     workers = check_workers(workers)
     repeats = check_repeats(config.get("sweep.repeats", 3) if repeats is None else repeats)
@@ -212,6 +225,7 @@ def sweep(
     client = cluster.start()
     allocator.tune_workers(client, cluster.starts_workers)
     plan = None  # the store graph, built once per sweep, outside every timer
+    warmed: set[str] = set()  # worker addresses that have read a chunk in this sweep
     for n in workers:
         if skip is not None and all(skip(n, r) for r in range(repeats)):
             continue
@@ -242,8 +256,10 @@ def sweep(
                 yield Record(**row, status="error", error=f"no workers: {short or 'the cluster has none'}")
                 continue
             try:
-                if warmup and math.isnan(warm):
-                    warm = warm_up(cluster, source, use)
+                if warmup and math.isnan(warm):  # only workers not warmed earlier in this sweep
+                    cold = [w for w in (use if use is not None else client.nthreads()) if w not in warmed]
+                    warm = warm_up(cluster, source, cold) if cold else 0.0
+                    warmed.update(cold)
                 if plan is None:
                     plan = null_store(source.array, NullStore(), blocks_per_task)[0]
                 runtime, got = timed_read(cluster, source, use, retries, blocks_per_task=blocks_per_task, plan=plan)
