@@ -51,6 +51,8 @@ def charge(stack: str) -> str:
     frames = stack.split(";")
     if IDLE.match(frames[-1]):
         return "idle (waiting on a socket, a lock or a queue)"
+    if frames[-1].startswith("_WorkItem.run "):  # a C call with the GIL released, run by a pool thread
+        return "C code run in a pool thread (Zarr's decode: Blosc)"
     for frame in reversed(frames):
         match = FRAME.match(frame)
         path = match["file"] if match else frame
@@ -74,7 +76,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--shape", default="48,20,270,360", help="array shape (default: 192 chunks of 1.94 MB)")
     parser.add_argument("--workers", type=int, default=2, help="worker processes (default 2), 1 thread each")
-    parser.add_argument("--seconds", type=float, default=15, help="sampling time (default 15)")
+    parser.add_argument("--seconds", type=int, default=15, help="sampling time, whole seconds (default 15)")
     parser.add_argument("--rate", type=int, default=200, help="samples per second (default 200)")
     parser.add_argument("--blocks-per-task", type=int, default=1, help="throughput's blocks per task (default 1)")
     parser.add_argument("--option", "-O", action="append", default=[], metavar="KEY=VALUE",
@@ -118,7 +120,7 @@ def main(argv: list[str] | None = None) -> int:
             wall = time.perf_counter() - began
             failed = [p.stderr.read().strip() for p in spies if p.wait() != 0]
             if failed:
-                print(f"bench_profile: py-spy failed: {failed[0].splitlines()[-1] if failed[0] else '?'}",
+                print(f"bench_profile: py-spy failed: {(failed[0] or '?').splitlines()[0]}",
                       file=sys.stderr)
                 return 1
     shares, total = breakdown(files)

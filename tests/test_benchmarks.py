@@ -1,0 +1,44 @@
+"""The benchmarks run end to end on tiny inputs and print the figures the README quotes (not their values)."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
+
+
+def bench(script: str, *args: str, timeout: float = 240) -> str:
+    done = subprocess.run([sys.executable, str(BENCHMARKS / script), *args], capture_output=True, text=True,
+                          timeout=timeout)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return done.stdout
+
+
+def test_ceiling_smoke_prints_every_method_ratio_and_the_evidence():
+    out = bench("bench_ceiling.py", "--smoke")
+    for method in ("a1 urllib3", "a2 s3fs", "a3 obstore", "b seed's code", "c throughput"):
+        assert re.search(rf"^  {method}.*median +\d+\.\d", out, re.M), (method, out)
+    for ratio in ("c/a1", "c/a2", "c/a3", "c/b"):
+        assert re.search(rf"^  {ratio} +median of per-round ratios \d+\.\d{{3}}", out, re.M), (ratio, out)
+    # the smoke array is 4 x 10 x 27 x 36 in chunks of 1 x 5 x 27 x 36: 8 chunks, each read once per run
+    assert "store reads 8 per run for 8 chunks" in out, out
+    overhead = re.search(r"sweep overhead: .* ratio (\d+\.\d+)", out)
+    assert overhead and float(overhead[1]) >= 1.0, out
+
+
+def test_profile_charges_worker_samples_to_libraries(tmp_path):
+    if shutil.which("py-spy") is None and not Path(sys.executable).with_name("py-spy").exists():
+        pytest.skip("py-spy is not installed (pip install py-spy)")
+    out = bench("bench_profile.py", "--shape", "8,10,27,36", "--seconds", "3", "--out", str(tmp_path))
+    busy = re.search(r"(\d+) samples of 2 worker processes \(all threads\), (\d+) busy", out)
+    assert busy and 0 < int(busy[2]) <= int(busy[1]), out
+    shares = {m[2]: float(m[1]) for m in re.finditer(r"^ +(\d+\.\d)% of busy  (.+)$", out, re.M)}
+    assert any(label.startswith("storage client") for label in shares), out
+    assert sum(shares.values()) == pytest.approx(100, abs=0.5)
+    assert len(list(tmp_path.glob("worker-*.txt"))) == 2
