@@ -153,3 +153,26 @@ def test_obstore_options_translate_fsspec_style_options():
     with pytest.raises(UsageError, match=r"^Storage option\(s\) \['key'\] cannot be passed to obstore \(LocalStore\)"
                                          r" .* Accepted with store=obstore: none;"):
         obstore_options("/tmp", {"key": "k"})
+
+
+def test_obstore_store_going_away_mid_sweep_stops_the_sweep_naming_the_host(seaweed, s3_zarr, local_cluster):
+    """obstore's 'error sending request' counts as unreachable: the sweep keeps its rows and stops."""
+    from throughput.errors import StorageUnreachableError
+    from throughput.servers.faults import FaultyProxy
+    from throughput.sweep import sweep
+
+    with FaultyProxy(seaweed.endpoint_url) as proxy:  # forwards everything; stopping it is the store going away
+        options = {**seaweed.storage_options, "client_kwargs": {"endpoint_url": proxy.endpoint_url}}
+        src = throughput.open_source(s3_zarr[2], "temp", storage_options=options, store="obstore")
+        host = proxy.endpoint_url.removeprefix("http://")
+        records = []
+        with pytest.raises(StorageUnreachableError) as caught:
+            for record in sweep(src, local_cluster, [1], repeats=20, retries=0, warmup=False):
+                records.append(record)
+                if len(records) == 2:
+                    proxy.stop()
+    assert [r.status for r in records] == ["ok", "ok", "error"]
+    assert "error sending request" in records[2].error and "\n" not in records[2].error
+    message = str(caught.value)
+    assert f"Storage server {host} stopped answering" in message and "\n" not in message
+    assert seaweed.secret_key not in message

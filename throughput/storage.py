@@ -77,12 +77,10 @@ def endpoint_host(url: str, storage_options: dict | None = None) -> str:
     return host_of(endpoint) if endpoint else host_of(url)
 
 
-#: how obstore (reqwest) says a request never reached a server
-_OBSTORE_UNREACHABLE = ("error sending request", "kind: Connect", "dns error")
-
 _UNREACHABLE = ("Could not connect", "Connection refused", "ConnectTimeout", "Cannot connect",
                 "Name or service not known", "EndpointConnectionError", "ConnectionError",
-                "nodename nor servname", "Temporary failure in name resolution")
+                "nodename nor servname", "Temporary failure in name resolution",
+                "error sending request", "dns error")  # the last two: obstore (reqwest)
 
 
 def _refused(exc: BaseException) -> bool:
@@ -169,18 +167,13 @@ def storage_errors(url: str, storage_options: dict | None = None) -> Iterator[No
             raise SourceNotFoundError(f"The server of '{redact_text(url)}' cannot list folders (it refused WebDAV "
                                       "PROPFIND): consolidate the store's metadata (zarr.consolidate_metadata) "
                                       "or name the array's own URL.") from exc
-        if _is_obstore(exc) and "169.254.169.254" in str(exc):  # obstore fell back to the EC2 metadata service
-            raise UsageError(f"No credentials found for '{redact_text(url)}'. Give them with --storage-option "
-                             "key=... --storage-option secret=..., or anon=true for public data.") from exc
-        if _is_obstore(exc) and any(s in str(exc) for s in _OBSTORE_UNREACHABLE):
-            host = endpoint_host(url, storage_options)
-            raise StorageUnreachableError(f"Storage server {host} did not answer while opening '{redact_text(url)}'. Is the URL or endpoint_url right and the server up?") from exc
-        if _is_obstore(exc):
-            raise ThroughputError(f"Could not read '{redact_text(url)}' with obstore: {short_reason(exc, storage_options)}") from exc
-        if type(exc).__name__ == "NoCredentialsError":
+        # botocore's, or obstore falling back to the EC2 metadata service for credentials
+        if type(exc).__name__ == "NoCredentialsError" or (_is_obstore(exc) and "169.254.169.254" in str(exc)):
             raise UsageError(f"No credentials found for '{redact_text(url)}'. Give them with --storage-option "
                              "key=... --storage-option secret=..., or anon=true for public data.") from exc
         if isinstance(exc, ConnectionError) or is_unreachable(exc):
             host = endpoint_host(url, storage_options)
             raise StorageUnreachableError(f"Storage server {host} did not answer while opening '{redact_text(url)}'. Is the URL or endpoint_url right and the server up?") from exc
+        if _is_obstore(exc):  # its messages span many lines: keep one
+            raise ThroughputError(f"Could not read '{redact_text(url)}' with obstore: {short_reason(exc, storage_options)}") from exc
         raise
