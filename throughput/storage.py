@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import re
 import socket
 from collections.abc import Iterator
 from importlib.metadata import PackageNotFoundError, version
@@ -18,7 +19,7 @@ from .errors import (
     ThroughputError,
     UsageError,
 )
-from .redact import redact_text
+from .redact import redact_text, secret_values
 
 
 def protocol_of(url: str) -> str:
@@ -42,8 +43,16 @@ def filesystem_class(url: str) -> type[fsspec.AbstractFileSystem]:
         raise MissingDependencyError(msg) from None
 
 
-def storage_library(url: str) -> str:
-    """``"<package> <version>"`` of the fsspec backend that reads this URL."""
+def storage_library(url: str, client: str = "fsspec") -> str:
+    """``"<package> <version>"`` of the library that reads this URL.
+
+    ``client`` is ``"fsspec"`` (the fsspec backend of the URL's protocol: s3fs, gcsfs,
+    ...) or ``"obstore"`` (Zarr's ``ObjectStore`` over obstore, whatever the protocol).
+    """
+    if client == "obstore":
+        from .obstores import obstore_version
+
+        return obstore_version()
     cls = filesystem_class(url)
     package = cls.__module__.split(".")[0]
     try:
@@ -70,7 +79,8 @@ def endpoint_host(url: str, storage_options: dict | None = None) -> str:
 
 _UNREACHABLE = ("Could not connect", "Connection refused", "ConnectTimeout", "Cannot connect",
                 "Name or service not known", "EndpointConnectionError", "ConnectionError",
-                "nodename nor servname", "Temporary failure in name resolution")
+                "nodename nor servname", "Temporary failure in name resolution",
+                "error sending request", "dns error")  # the last two: obstore (reqwest)
 
 
 def _refused(exc: BaseException) -> bool:
@@ -119,6 +129,23 @@ def check_reachable(url: str, storage_options: dict | None = None, timeout: floa
             f"'{redact_text(url)}'. Is the URL or endpoint_url right and the server up?") from None
 
 
+def short_reason(exc: BaseException, storage_options: dict | None = None) -> str:
+    """One line of an error's text, secrets scrubbed.
+
+    obstore's messages run over many lines (the server's XML answer, a Rust debug dump):
+    keep the first line up to the XML, plus the S3 error code when there is one.
+    """
+    text = redact_text(str(exc), secret_values(storage_options or {}))
+    first = text.strip().splitlines()[0] if text.strip() else ""
+    first = first.split(": <?xml", 1)[0].strip()
+    code = re.search(r"<Code>([^<]+)</Code>", text)
+    return f"{first} ({code.group(1)})" if code and code.group(1) not in first else first
+
+
+def _is_obstore(exc: BaseException, *names: str) -> bool:
+    return type(exc).__module__.startswith("obstore") and (not names or type(exc).__name__ in names)
+
+
 @contextlib.contextmanager
 def storage_errors(url: str, storage_options: dict | None = None) -> Iterator[None]:
     """Translate what storage libraries raise into one-line throughput errors."""
@@ -130,14 +157,23 @@ def storage_errors(url: str, storage_options: dict | None = None) -> Iterator[No
         if _refused(exc):  # fsspec's HTTP filesystem reports a refused connection as a missing file
             host = endpoint_host(url, storage_options)
             raise StorageUnreachableError(f"Storage server {host} did not answer while opening '{redact_text(url)}'. Is the URL or endpoint_url right and the server up?") from exc
-        raise SourceNotFoundError(f"Nothing found at '{redact_text(url)}': {redact_text(exc) or 'no such object or bucket'}") from exc
+        raise SourceNotFoundError(f"Nothing found at '{redact_text(url)}': {short_reason(exc, storage_options) or 'no such object or bucket'}") from exc
     except PermissionError as exc:
         raise SourceNotFoundError(f"Access denied to '{redact_text(url)}': {redact_text(exc)}. Check credentials in storage_options (key/secret, token, anon=True for public data).") from exc
     except (OSError, Exception) as exc:
-        if type(exc).__name__ == "NoCredentialsError":
+        if _is_obstore(exc, "PermissionDeniedError", "UnauthenticatedError"):
+            raise SourceNotFoundError(f"Access denied to '{redact_text(url)}': {short_reason(exc, storage_options)}. Check credentials in storage_options (key/secret, token, anon=true for public data).") from exc
+        if _is_obstore(exc) and "PROPFIND" in str(exc):  # obstore lists an HTTP folder with WebDAV
+            raise SourceNotFoundError(f"The server of '{redact_text(url)}' cannot list folders (it refused WebDAV "
+                                      "PROPFIND): consolidate the store's metadata (zarr.consolidate_metadata) "
+                                      "or name the array's own URL.") from exc
+        # botocore's, or obstore falling back to the EC2 metadata service for credentials
+        if type(exc).__name__ == "NoCredentialsError" or (_is_obstore(exc) and "169.254.169.254" in str(exc)):
             raise UsageError(f"No credentials found for '{redact_text(url)}'. Give them with --storage-option "
                              "key=... --storage-option secret=..., or anon=true for public data.") from exc
         if isinstance(exc, ConnectionError) or is_unreachable(exc):
             host = endpoint_host(url, storage_options)
             raise StorageUnreachableError(f"Storage server {host} did not answer while opening '{redact_text(url)}'. Is the URL or endpoint_url right and the server up?") from exc
+        if _is_obstore(exc):  # its messages span many lines: keep one
+            raise ThroughputError(f"Could not read '{redact_text(url)}' with obstore: {short_reason(exc, storage_options)}") from exc
         raise

@@ -1,4 +1,9 @@
-"""Zarr stores (v2 with or without consolidated metadata, and v3) on any fsspec URL."""
+"""Zarr stores (v2 with or without consolidated metadata, and v3) on any fsspec URL.
+
+Chunks are read through fsspec (``store="fsspec"``, the default: s3fs, gcsfs, aiohttp
+...) or, opt-in, through obstore's Rust client (``store="obstore"``: s3://, gs://,
+http(s):// and local paths; see :mod:`throughput.obstores`).
+"""
 
 from __future__ import annotations
 
@@ -12,6 +17,7 @@ from zarr.storage import FsspecStore
 
 from ..errors import SourceNotFoundError, UsageError, VariableNotFoundError
 from ..instrument import CountingStore
+from ..obstores import obstore_zarr_store
 from ..redact import redact_url
 from ..storage import (
     check_reachable,
@@ -22,11 +28,18 @@ from ..storage import (
 )
 from . import Source, choose_variable, default_name
 
+#: the clients a Zarr source can read its chunks with (the ``store`` option)
+STORE_CLIENTS = ("fsspec", "obstore")
+
 #: s3fs reads objects larger than this (its ``default_block_size``) as concurrent ranged GETs
 S3FS_SPLIT_BYTES = 50 * 2**20
 
 
-def _store(url: str, storage_options: dict[str, Any]) -> CountingStore:
+def _store(url: str, storage_options: dict[str, Any], client: str = "fsspec") -> CountingStore:
+    if client == "obstore":
+        store = obstore_zarr_store(url, storage_options)  # options translated (or refused) first, no I/O
+        check_reachable(url, storage_options)
+        return CountingStore(store)
     filesystem_class(url)  # clear error for an unknown protocol or a missing backend
     check_reachable(url, storage_options)
     if "://" not in url:
@@ -74,18 +87,25 @@ def open_zarr(
     storage_options: dict[str, Any],
     chunks: Any = None,
     lean_s3: bool = True,
+    store: str = "fsspec",
     **options: Any,
 ) -> Source:
     """Open one array of a Zarr store lazily; its dask chunks are the store's chunks.
 
-    ``lean_s3`` (default true) lets :func:`lean_s3_options` drop s3fs's HEAD request per
-    chunk when the user's ``storage_options`` do not set ``max_concurrency``.
+    ``store`` picks the client that reads the chunks: ``"fsspec"`` (default) or
+    ``"obstore"`` (Rust, s3://, gs://, http(s):// and local paths; ``storage_options``
+    in s3fs/gcsfs style are translated by :func:`throughput.obstores.obstore_options`).
+    ``lean_s3`` (default true, fsspec only) lets :func:`lean_s3_options` drop s3fs's HEAD
+    request per chunk when the user's ``storage_options`` do not set ``max_concurrency``.
     """
     if options:
-        raise UsageError(f"Unknown option(s) for zarr sources: {sorted(options)}. Accepted: chunks, lean_s3, storage_options.")
-    array, variable = _open_array(url, variable, storage_options)
-    extra: dict[str, Any] = {}
-    if lean_s3:
+        raise UsageError(f"Unknown option(s) for zarr sources: {sorted(options)}. "
+                         "Accepted: chunks, lean_s3, storage_options, store.")
+    if store not in STORE_CLIENTS:
+        raise UsageError(f"Unknown store {store!r} for zarr sources. Must be one of: {', '.join(STORE_CLIENTS)}.")
+    array, variable = _open_array(url, variable, storage_options, store)
+    extra: dict[str, Any] = {"store": store} if store != "fsspec" else {}
+    if lean_s3 and store == "fsspec":
         stored_chunk = getattr(array, "shards", None) or array.chunks  # the object s3fs reads whole
         lean = lean_s3_options(url, storage_options, int(array.dtype.itemsize * math.prod(stored_chunk)))
         if lean is not storage_options:
@@ -98,14 +118,15 @@ def open_zarr(
                          "elements per dimension like 1,5,270,360, 'auto', or a size like 100MB.") from None
     return Source(
         name=default_name(url), format="zarr", url=url, variable=variable, array=lazy,
-        storage_library=storage_library(url), dims=_dims(array), attrs=dict(array.attrs),
+        storage_library=storage_library(url, store), dims=_dims(array), attrs=dict(array.attrs),
         options={"zarr_format": array.metadata.zarr_format, **extra},
     )
 
 
-def _open_array(url: str, variable: str | None, storage_options: dict[str, Any]) -> tuple[zarr.Array, str]:
+def _open_array(url: str, variable: str | None, storage_options: dict[str, Any],
+                client: str = "fsspec") -> tuple[zarr.Array, str]:
     with storage_errors(url, storage_options):
-        store = _store(url, storage_options)
+        store = _store(url, storage_options, client)
         try:
             node = zarr.open(store=store, mode="r")
         except FileNotFoundError:
