@@ -5,18 +5,24 @@ and one LocalCluster, each round measures in turn (the order rotates every round
 
 (a) the raw ceiling: hand-written GET + decode of every chunk with as many Python
     threads as the cluster has worker threads: (a1) plain HTTP with urllib3 (the
-    fastest client here; the server allows anonymous reads), (a2) the same storage
-    library throughput reads with (s3fs ``cat_file``, max_concurrency=1);
+    fastest Python client here; the server allows anonymous reads), (a2) s3fs
+    ``cat_file`` (max_concurrency=1), the library throughput reads through by default,
+    (a3) obstore ``get``, the Rust client of throughput's ``store=obstore`` (when installed);
 (b) the seed notebook's own code: ``xarray.open_zarr(...).temp.data``, its
     ``DevNullStore``, ``dsa.store(data, null_store, lock=False, compute=False)`` and
     ``dask.compute(future, retries=5)`` on the cluster (the seed's storage defaults);
-(c) throughput's sweep (``run_sweep`` at the same worker count, one repeat a round).
+(c) throughput's sweep (``run_sweep`` at the same worker count, one repeat a round):
+    (c1) with the default Zarr store (fsspec, s3fs), (c2) with ``store=obstore``.
 
 A first round warms every method up and is not counted. It prints the medians, the
-ratios c/a1, c/a2 and c/b (medians of the per-round ratios), what throughput's
+ratio of each c to each a and b (medians of the per-round ratios), what throughput's
 workers measured (requests, bytes on the wire, latency, per-task and per-thread
 MB/s), and the sweep overhead: the wall time of a whole sweep (scaling, waiting,
 warm-up and bookkeeping included) over the sum of its timed runs.
+
+All methods share one LocalCluster; throughput tunes its workers' allocator
+(:mod:`throughput.allocator`) when its sweep first runs, so b runs on tuned workers too
+(after the uncounted first round).
 
 Run: ``make bench`` or ``.venv/bin/python benchmarks/bench_ceiling.py --help``.
 """
@@ -28,6 +34,7 @@ import itertools
 import statistics
 import sys
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
 import dask
@@ -164,21 +171,26 @@ def main(argv: list[str] | None = None) -> int:
                 dask.compute(future, retries=5)
                 return rate(nbytes, time.time() - tic)
 
-            records = []
+            records: dict[str, list] = {}
 
-            def ours() -> float:
-                (record,) = run_sweep(source, cluster, [args.workers], 1, warmup=False,
-                                      blocks_per_task=args.blocks_per_task)
-                if record.status != "ok":
-                    raise RuntimeError(record.error)
-                records.append(record)
-                return record.throughput_MBps
+            def ours(variant: str, src) -> Callable[[], float]:
+                def run() -> float:
+                    (record,) = run_sweep(src, cluster, [args.workers], 1, warmup=False,
+                                          blocks_per_task=args.blocks_per_task)
+                    if record.status != "ok":
+                        raise RuntimeError(record.error)
+                    records.setdefault(variant, []).append(record)
+                    return record.throughput_MBps
+                return run
 
             methods = {"a1 urllib3 GET+decode": lambda: hand_written(get_urllib3),
                        "a2 s3fs GET+decode": lambda: hand_written(get_s3fs),
-                       "b seed's code": seed, "c throughput": ours}
+                       "b seed's code": seed, "c1 throughput (s3fs)": ours("c1 throughput (s3fs)", source)}
             if rust is not None:
                 methods["a3 obstore GET+decode"] = lambda: hand_written(get_obstore)
+                fast = open_source(url, "temp", storage_options=s3.storage_options, name="bench-zarr",
+                                   chunks=dask_chunks, store="obstore")
+                methods["c2 throughput (obstore)"] = ours("c2 throughput (obstore)", fast)
             names = sorted(methods)
             results: dict[str, list[float]] = {n: [] for n in names}
             for name in names:  # warm-up round, not counted
@@ -194,27 +206,27 @@ def main(argv: list[str] | None = None) -> int:
             for name in names:
                 values = results[name]
                 print(f"  {name:24s} median {statistics.median(values):7.1f}   IQR/median {iqr_over_median(values):6.1%}")
-            c = results["c throughput"]
-            for other in (n for n in names if n[0] in "ab"):
-                label = f"c/{other.split()[0]}"
-                ratios = [x / y for x, y in zip(c, results[other])]
-                print(f"  {label:5s} median of per-round ratios {statistics.median(ratios):.3f}"
-                      f"  (min {min(ratios):.3f}, max {max(ratios):.3f})")
-
-            def med(field: str) -> float:
-                return statistics.median(getattr(rec, field) for rec in records)
+            for ours_name in (n for n in names if n[0] == "c"):
+                for other in (n for n in names if n[0] in "ab"):
+                    label = f"{ours_name.split()[0]}/{other.split()[0]}"
+                    ratios = [x / y for x, y in zip(results[ours_name], results[other])]
+                    print(f"  {label:5s} median of per-round ratios {statistics.median(ratios):.3f}"
+                          f"  (min {min(ratios):.3f}, max {max(ratios):.3f})")
 
             print("\nthroughput's own evidence (medians over its counted runs):")
-            print(f"  store reads {med('requests'):.0f} per run for {len(keys)} chunks; "
-                  f"{med('wire_bytes') / 1e6:.1f} MB on the wire for {nbytes / 1e6:.1f} MB decoded; "
-                  f"read latency p50 {med('request_ms_p50'):.1f} ms, p90 {med('request_ms_p90'):.1f} ms, "
-                  f"p99 {med('request_ms_p99'):.1f} ms")
-            print(f"  tasks {med('tasks'):.0f}; per-task MB/s p10 {med('task_MBps_p10'):.1f}, median "
-                  f"{med('task_MBps_median'):.1f}, p90 {med('task_MBps_p90'):.1f}; busy fraction "
-                  f"{med('busy_fraction'):.2f}")
-            print(f"  per-thread MB/s measured min {med('thread_MBps_min'):.1f} / median "
-                  f"{med('thread_MBps_median'):.1f} / max {med('thread_MBps_max'):.1f}; nominal "
-                  f"(throughput_MBps / nthreads) {med('throughput_MBps_per_thread'):.1f}")
+            for variant, runs in records.items():
+                def med(field: str, runs=runs) -> float:
+                    return statistics.median(getattr(rec, field) for rec in runs)
+
+                print(f"  {variant}: store reads {med('requests'):.0f} per run for {len(keys)} chunks; "
+                      f"{med('wire_bytes') / 1e6:.1f} MB on the wire for {nbytes / 1e6:.1f} MB decoded; "
+                      f"read latency p50 {med('request_ms_p50'):.1f} ms, p90 {med('request_ms_p90'):.1f} ms, "
+                      f"p99 {med('request_ms_p99'):.1f} ms")
+                print(f"    tasks {med('tasks'):.0f}; per-task MB/s p10 {med('task_MBps_p10'):.1f}, median "
+                      f"{med('task_MBps_median'):.1f}, p90 {med('task_MBps_p90'):.1f}; busy fraction "
+                      f"{med('busy_fraction'):.2f}; per-thread MB/s measured min {med('thread_MBps_min'):.1f} / "
+                      f"median {med('thread_MBps_median'):.1f} / max {med('thread_MBps_max'):.1f}, nominal "
+                      f"(throughput_MBps / nthreads) {med('throughput_MBps_per_thread'):.1f}")
 
             # sweep overhead: a whole sweep, scaling and warm-up included, against its timed runs
             counts_seq = [args.workers, 1] if args.workers > 1 else [1]  # descending, as the seed went
