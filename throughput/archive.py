@@ -8,8 +8,9 @@ import dataclasses
 import io
 import os
 import re
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
+from typing import Self
 
 from .errors import ArchiveError
 from .records import COLUMNS, Record
@@ -24,7 +25,7 @@ def results_path(out: str | os.PathLike, run_id: str, label: str) -> Path:
     if out.suffix.lower() == ".csv":
         return out
     slug = re.sub(r"[^A-Za-z0-9_.-]+", "-", label).strip("-.")[:60] or "sweep"
-    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
     return out / f"{stamp}_{slug}_{run_id}.csv"
 
 
@@ -99,7 +100,7 @@ class ResultsFile:
                 with contextlib.suppress(OSError):
                     self.path.unlink()
 
-    def __enter__(self) -> "ResultsFile":
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc) -> None:

@@ -8,7 +8,7 @@ import math
 import time
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 import dask.array as dsa
@@ -249,7 +249,7 @@ def sweep(
             if on_start is not None:
                 on_start(n, r)
             counts = cluster.counts(use)
-            stamp = datetime.now(timezone.utc).isoformat(timespec="milliseconds")
+            stamp = datetime.now(UTC).isoformat(timespec="milliseconds")
             row = dict(base, options=options, timestamp=stamp, repeat=r, requested_workers=n, scale_seconds=scale_seconds,
                        blocks_per_task=blocks_per_task, **counts, note=short)
             if counts["nworkers"] == 0:
@@ -263,7 +263,7 @@ def sweep(
                 if plan is None:
                     plan = null_store(source.array, NullStore(), blocks_per_task)[0]
                 runtime, got = timed_read(cluster, source, use, retries, blocks_per_task=blocks_per_task, plan=plan)
-            except Exception as exc:  # a failed run is a row, and the sweep goes on
+            except Exception as exc:  # noqa: BLE001 - a failed run is a row, and the sweep goes on
                 yield Record(**row, warmup_seconds=warm, status="error", error=one_line(exc, secrets))
                 if is_unreachable(exc):  # every later run would fail the same way, slowly
                     host = endpoint_host(source.url, source.options.get("storage_options"))

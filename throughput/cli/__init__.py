@@ -50,11 +50,11 @@ def cli(ctx: click.Context, debug: bool) -> None:
 
 
 # command modules register themselves on `cli` when imported
-from . import catalogs as _catalogs  # noqa: E402,F401
-from . import clusters as _clusters  # noqa: E402,F401
-from . import report as _report  # noqa: E402,F401
-from . import sweep as _sweep  # noqa: E402,F401
-from . import run as _run  # noqa: E402,F401
+from . import catalogs as _catalogs  # noqa: F401
+from . import clusters as _clusters  # noqa: F401
+from . import report as _report  # noqa: F401
+from . import run as _run  # noqa: F401
+from . import sweep as _sweep  # noqa: F401
 
 
 def main(argv: list[str] | None = None) -> int:

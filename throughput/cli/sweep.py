@@ -94,7 +94,7 @@ def demo(workers, repeats, out, source_names, opendap):
     counts, repeats = parse_workers(workers), check_repeats(repeats)
     names = check_names([n.strip() for n in source_names.split(",") if n.strip()])
     run_id = new_run_id()
-    status = lambda m: err_console.print(f"[dim]{m}[/dim]")  # noqa: E731
+    status = lambda m: err_console.print(f"[dim]{m}[/dim]")
     shape = tuple(config.get("demo.shape", None) or DEFAULT_SHAPE)  # smaller for quick checks
     with (open_results(out, "demo", run_id) as results,
           embedded_sources(shape, status=status, sources=names, opendap=opendap) as sources,

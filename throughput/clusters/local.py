@@ -12,7 +12,6 @@ from .. import config
 from ..errors import ClusterError
 from . import Cluster
 
-
 #: imported once by the fork server (when this process starts it), so each new worker has them
 #: already and its warm-up is connecting and reading, not importing the storage stack
 FORK_SERVER_PRELOAD = ("zarr", "s3fs", "xarray", "h5netcdf", "throughput.sink", "throughput.instrument",

