@@ -375,3 +375,12 @@ def test_local_workers_start_method_is_held_while_the_cluster_lives(method):
         # spawned workers are children of this process (their nanny's); forkserver's are the fork server's
         assert (parents == {os.getpid()}) is (method == "spawn"), parents
     assert dask.config.get("distributed.worker.multiprocessing-method") == before
+
+
+def test_bad_start_method_is_named():
+    import dask
+
+    with dask.config.set({"throughput.cluster.local.start-method": "forksrv"}), \
+            pytest.raises(UsageError, match="Bad throughput.cluster.local.start-method 'forksrv': must be forkserver, "
+                                            "spawn, fork or null"):
+        open_cluster("local").start()

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import logging
+import multiprocessing
 from typing import Any
 
 import dask.config
 from distributed import Client, LocalCluster
 
 from .. import config
-from ..errors import ClusterError
+from ..errors import ClusterError, UsageError
 from . import Cluster
 
 #: imported once by the fork server (when this process starts it), so each new worker has them
@@ -47,6 +48,11 @@ class LocalProvider(Cluster):
 
     def _start(self) -> Client:
         method = config.get("cluster.local.start-method")
+        if method is not None and method not in ("forkserver", "spawn", "fork"):
+            raise UsageError(f"Bad throughput.cluster.local.start-method {method!r}: must be forkserver, "
+                             "spawn, fork or null (Dask's setting).")
+        if method not in multiprocessing.get_all_start_methods():  # no fork server on Windows: Dask's own
+            method = None
         if self.processes and method and self._start_method is None:
             # read by each Nanny when it spawns a worker (also on scale-ups later), so held until close;
             # forkserver forks new workers from a process that has imported distributed and numpy
