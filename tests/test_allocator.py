@@ -69,3 +69,4 @@ def test_bad_malloc_setting():
     with dask.config.set({"throughput.workers.malloc": "sometimes"}), \
             pytest.raises(UsageError, match="Bad throughput.workers.malloc 'sometimes': must be auto, true or false"):
         wanted(True)
+

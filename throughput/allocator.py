@@ -14,7 +14,7 @@ MB/s with Dask's setting against 634 MB/s with the one below (the plain process:
 
 :class:`AllocatorSettings` is a worker plugin that sets, with ``mallopt``, the values
 glibc's dynamic rule itself converges to for large buffers: an mmap threshold of 32 MiB
-(glibc's largest) and a trim threshold of twice that. Buffers up to 32 MiB are then
+(the largest that rule reaches) and a trim threshold of twice that. Buffers up to 32 MiB are then
 reused from the heap; larger ones are mapped as before (for the hand-written reader
 too). It is applied on the clusters throughput starts (``local``, ``gateway``,
 ``jobqueue``), not on borrowed ones (``address``, ``client``) unless asked
@@ -38,7 +38,7 @@ from .errors import UsageError
 #: glibc's mallopt parameters (malloc.h)
 M_TRIM_THRESHOLD = -1
 M_MMAP_THRESHOLD = -3
-#: glibc's largest mmap threshold on 64-bit systems (DEFAULT_MMAP_THRESHOLD_MAX)
+#: the largest mmap threshold glibc's dynamic rule reaches on 64-bit systems (DEFAULT_MMAP_THRESHOLD_MAX)
 MMAP_THRESHOLD = 32 * 2**20
 TRIM_THRESHOLD = 2 * MMAP_THRESHOLD
 #: the ``options`` value for workers left as Dask started them
@@ -69,10 +69,11 @@ def set_thresholds(mmap_threshold: int = MMAP_THRESHOLD, trim_threshold: int = T
     global _applied
     libc = _libc()
     if libc is None:
-        return f"{UNCHANGED} (no glibc mallopt here)"
-    if not (libc.mallopt(M_MMAP_THRESHOLD, mmap_threshold) and libc.mallopt(M_TRIM_THRESHOLD, trim_threshold)):
-        return f"{UNCHANGED} (mallopt refused {mmap_threshold}, {trim_threshold})"
-    _applied = f"glibc mmap_threshold={mmap_threshold} trim_threshold={trim_threshold}"
+        _applied = f"{UNCHANGED} (no glibc mallopt here)"
+    elif not (libc.mallopt(M_MMAP_THRESHOLD, mmap_threshold) and libc.mallopt(M_TRIM_THRESHOLD, trim_threshold)):
+        _applied = f"{UNCHANGED} (mallopt refused {mmap_threshold}, {trim_threshold})"
+    else:
+        _applied = f"glibc mmap_threshold={mmap_threshold} trim_threshold={trim_threshold}"
     return _applied
 
 

@@ -56,7 +56,7 @@ class LocalProvider(Cluster):
         if self.processes and method and self._start_method is None:
             # read by each Nanny when it spawns a worker (also on scale-ups later), so held until close;
             # forkserver forks new workers from a process that has imported distributed and numpy
-            # already: a scale-up takes ~0.1 s instead of ~0.7 s for a fresh interpreter (README)
+            # already: a scale-up takes ~0.1 s instead of ~1 s for a fresh interpreter (README)
             self._start_method = dask.config.set({"distributed.worker.multiprocessing-method": method})
             if method == "forkserver":
                 _preload_fork_server()
