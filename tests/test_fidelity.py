@@ -186,3 +186,35 @@ def test_workers_sharing_a_process_are_counted_once(seaweed, s3_zarr):
     assert r.status == "ok" and r.nworkers == 2 and r.nthreads == 2
     assert r.bytes_received == NBYTES and r.tasks == NCHUNKS and r.requests == NCHUNKS
     assert r.note == "" and r.busy_fraction <= 1.0 + 1e-6
+
+
+@pytest.mark.parametrize(("value", "nchunks", "expected"),
+                         [("auto", 1, 1), ("auto", 10_000, 1), ("auto", 10_001, 2), ("auto", 100_000, 10),
+                          ("auto", 1_000_000, 100), (7, 100_000, 7)])
+def test_auto_blocks_per_task_groups_only_beyond_max_tasks(value, nchunks, expected):
+    from throughput.plan import resolve_blocks_per_task
+
+    assert resolve_blocks_per_task(value, nchunks, 10_000) == expected
+
+
+def test_auto_sweep_keeps_a_run_at_max_tasks(local_cluster):
+    src = throughput.open_source("synthetic://t?shape=40,6&chunks=1,3")  # 80 chunks of 12 bytes
+    with dask.config.set({"throughput.sweep.max-tasks": 10}):
+        (auto,) = run_sweep(src, local_cluster, [1], repeats=1, warmup=False)  # the default: auto
+    (seed,) = run_sweep(src, local_cluster, [1], repeats=1, warmup=False)  # 80 chunks <= 10,000 tasks
+    assert (auto.blocks_per_task, auto.tasks, auto.bytes_received) == (8, 10, src.nbytes)
+    assert (seed.blocks_per_task, seed.tasks, seed.bytes_received) == (1, 80, src.nbytes)
+
+
+def test_cli_blocks_per_task_auto_and_bad_values(tmp_path, capsys):
+    from throughput.cli import main
+
+    out = tmp_path / "auto.csv"
+    assert main(["sweep", "synthetic://t?shape=12,6&chunks=1,6", "-w", "1", "-r", "1", "--blocks-per-task", "auto",
+                 "--no-warmup", "--no-plot", "--out", str(out)]) == 0
+    (row,) = csv.DictReader(out.open())
+    assert row["blocks_per_task"] == "1" and row["tasks"] == "12"
+    capsys.readouterr()
+    assert main(["sweep", "synthetic://t", "--blocks-per-task", "lots"]) == 2
+    err = capsys.readouterr().err
+    assert "'lots' is not a positive integer or auto" in err and err.count("\n") == 1

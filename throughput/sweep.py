@@ -19,7 +19,7 @@ from .archive import ResultsFile
 from .clusters import Cluster
 from .errors import StorageUnreachableError, UsageError
 from .instrument import reset_worker_counters, spread, summarise_run, worker_counters
-from .plan import check_blocks_per_task, null_store
+from .plan import null_store, resolve_blocks_per_task
 from .records import Record, library_versions, throughput_mbps
 from .redact import redact_text, secret_values
 from .retries import read_watch, request_retries, reset_request_retries, start_watch
@@ -174,7 +174,7 @@ def sweep(
     secrets: set[str] = frozenset(),
     skip: Callable[[int, int], bool] | None = None,
     on_start: Callable[[int, int], None] | None = None,
-    blocks_per_task: int | None = None,
+    blocks_per_task: int | str | None = None,
     warmup: bool | None = None,
 ) -> Iterator[Record]:
     """Yield one :class:`Record` per timed run, as soon as the run ends.
@@ -196,9 +196,10 @@ def sweep(
     on_start
         Called with ``(nworkers, repeat)`` before each run (for progress displays).
     blocks_per_task
-        Chunks stored per task (default ``throughput.sweep.blocks-per-task``, 1: the
-        seed's one task per chunk). Larger values cut the scheduler's cost per chunk on
-        arrays of very many chunks (:mod:`throughput.plan`); every chunk is still read.
+        Chunks stored per task, or ``"auto"`` (default ``throughput.sweep.blocks-per-task``,
+        auto: the seed's one task per chunk up to ``throughput.sweep.max-tasks`` chunks,
+        10,000, grouped beyond). Larger values cut the scheduler's cost per chunk
+        (:mod:`throughput.plan`); every chunk is still read.
     warmup
         Read one chunk per worker thread, untimed, before each point's first repeat
         (default ``throughput.sweep.warmup``, true), on the workers that have not read
@@ -208,8 +209,9 @@ def sweep(
     repeats = check_repeats(config.get("sweep.repeats", 3) if repeats is None else repeats)
     retries = config.get("sweep.retries", 5) if retries is None else retries
     timeout = cluster.wait_timeout if timeout is None else timeout
-    blocks_per_task = check_blocks_per_task(
-        config.get("sweep.blocks-per-task", 1) if blocks_per_task is None else blocks_per_task)
+    blocks_per_task = resolve_blocks_per_task(
+        config.get("sweep.blocks-per-task", "auto") if blocks_per_task is None else blocks_per_task,
+        source.nchunks, config.get("sweep.max-tasks", 10_000))
     warmup = bool(config.get("sweep.warmup", True) if warmup is None else warmup)
     labels = dict(labels or {})
     tags = labels.pop("tags", "")

@@ -145,7 +145,7 @@ class SweepPlan:
     retries: int | None = None
     warmup: bool | None = None
     """Untimed read of one chunk per worker thread before each point (default: config)."""
-    blocks_per_task: int | None = None
+    blocks_per_task: int | str | None = None
     """Chunks stored per task (default: config, 1 as the seed)."""
     output: Path = Path("results")
     upload: UploadTarget | None = None
@@ -476,8 +476,12 @@ def check_sweep(data: Any, path: str | os.PathLike = "<sweep>", environ: Mapping
         checker.problem("warmup", f"got {checker.show(warmup)}; must be true or false.")
         warmup = None
     blocks = None
-    if top.get("blocks_per_task") is not None:
-        blocks = checker.integer(top["blocks_per_task"], "blocks_per_task", 1, 1_000_000, "1 or 8")
+    value = top.get("blocks_per_task")
+    if value == "auto" or (not isinstance(value, bool) and isinstance(value, int) and 1 <= value <= 1_000_000):
+        blocks = value
+    elif value is not None:
+        checker.problem("blocks_per_task", f"got {checker.show(value)}; must be auto or an integer from 1 to "
+                                           "1000000, like 8.")
     labels = checker.labels(top.get("labels"), "labels")
     kind, cluster_options, timeout = _check_cluster(checker, top.get("cluster"), threads)
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import click
 import yaml
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -15,6 +16,22 @@ from ..redact import redact_text
 
 err_console = Console(stderr=True, highlight=False, soft_wrap=True)
 out_console = Console(highlight=False)
+
+class BlocksPerTask(click.ParamType):
+    """``--blocks-per-task``: a positive integer or ``auto``."""
+
+    name = "N|auto"
+
+    def convert(self, value, param, ctx):
+        if isinstance(value, int) or value == "auto":
+            return value
+        if str(value).isascii() and str(value).isdigit() and int(value) >= 1:
+            return int(value)
+        self.fail(f"{value!r} is not a positive integer or auto (like 1, 100 or auto).", param, ctx)
+
+
+BLOCKS_PER_TASK = BlocksPerTask()
+
 
 def parse_workers(text: str) -> list[int]:
     """``"4,1,2"`` -> ``[4, 1, 2]``; anything else is a usage error naming the bad part."""

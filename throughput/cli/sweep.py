@@ -8,6 +8,7 @@ import click
 
 from . import cli
 from .common import (
+    BLOCKS_PER_TASK,
     err_console,
     execute_sweep,
     open_results,
@@ -36,8 +37,8 @@ from .common import (
 @click.option("--region", default="", help="Storage region label for the records.")
 @click.option("--out", "-o", default="results", show_default=True, help="Folder (or .csv file) for the results.")
 @click.option("--plot/--no-plot", default=True, show_default=True, help="Save the seed's three figures next to the CSV.")
-@click.option("--blocks-per-task", type=click.IntRange(1), default=None,
-              help="Chunks stored per task (default 1, the seed's way); more cuts scheduler cost on huge arrays.")
+@click.option("--blocks-per-task", type=BLOCKS_PER_TASK, default=None,
+              help="Chunks stored per task, or auto (default: 1, the seed's way, up to 10000 chunks; grouped beyond).")
 @click.option("--warmup/--no-warmup", default=None, help="Untimed read of one chunk per worker thread before each point (default on).")
 def sweep(url, variable, format_, name, workers, repeats, threads_per_worker, cluster_kind, cluster_option,
           storage_option, source_option, cloud, region, out, plot, blocks_per_task, warmup):
