@@ -188,21 +188,23 @@ def test_workers_sharing_a_process_are_counted_once(seaweed, s3_zarr):
     assert r.note == "" and r.busy_fraction <= 1.0 + 1e-6
 
 
-@pytest.mark.parametrize(("value", "nchunks", "expected"),
-                         [("auto", 1, 1), ("auto", 10_000, 1), ("auto", 10_001, 2), ("auto", 100_000, 10),
-                          ("auto", 1_000_000, 100), (7, 100_000, 7)])
-def test_auto_blocks_per_task_groups_only_beyond_max_tasks(value, nchunks, expected):
+@pytest.mark.parametrize(("value", "nchunks", "nthreads", "expected"),
+                         [("auto", 1, 1, 1), ("auto", 200, 2, 1), ("auto", 201, 2, 2), ("auto", 100_000, 2, 500),
+                          ("auto", 100_000, 150, 7), ("auto", 5, 0, 1), (7, 100_000, 2, 7)])
+def test_auto_blocks_per_task_groups_only_beyond_100_tasks_a_thread(value, nchunks, nthreads, expected):
     from throughput.plan import resolve_blocks_per_task
 
-    assert resolve_blocks_per_task(value, nchunks, 10_000) == expected
+    assert resolve_blocks_per_task(value, nchunks, nthreads, 100) == expected
 
 
-def test_auto_sweep_keeps_a_run_at_max_tasks(local_cluster):
+def test_auto_sweep_groups_per_point_and_reads_every_byte(local_cluster):
     src = throughput.open_source("synthetic://t?shape=40,6&chunks=1,3")  # 80 chunks of 12 bytes
-    with dask.config.set({"throughput.sweep.max-tasks": 10}):
-        (auto,) = run_sweep(src, local_cluster, [1], repeats=1, warmup=False)  # the default: auto
-    (seed,) = run_sweep(src, local_cluster, [1], repeats=1, warmup=False)  # 80 chunks <= 10,000 tasks
-    assert (auto.blocks_per_task, auto.tasks, auto.bytes_received) == (8, 10, src.nbytes)
+    with dask.config.set({"throughput.sweep.tasks-per-thread": 10}):
+        records = run_sweep(src, local_cluster, [1, 2], repeats=1, warmup=False)  # the default: auto
+    # 1 thread: 8 chunks a task (10 tasks); 2 threads: 4 a task (20 tasks); a plan per value
+    assert [(r.nthreads, r.blocks_per_task, r.tasks, r.bytes_received) for r in records] == \
+        [(1, 8, 10, src.nbytes), (2, 4, 20, src.nbytes)]
+    (seed,) = run_sweep(src, local_cluster, [1], repeats=1, warmup=False)  # 80 chunks <= 100 a thread
     assert (seed.blocks_per_task, seed.tasks, seed.bytes_received) == (1, 80, src.nbytes)
 
 

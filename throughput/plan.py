@@ -24,7 +24,7 @@ from dask.highlevelgraph import HighLevelGraph
 
 from .errors import UsageError
 
-#: let the array's size choose: one task per chunk, grouped only beyond ``max_tasks`` chunks
+#: let the array and the cluster choose: one task per chunk, grouped only when each thread would get very many
 AUTO = "auto"
 
 
@@ -36,18 +36,18 @@ def check_blocks_per_task(value: Any) -> int | str:
     return value
 
 
-def resolve_blocks_per_task(value: Any, nchunks: int, max_tasks: int) -> int:
-    """Chunks per task for an array of ``nchunks`` chunks.
+def resolve_blocks_per_task(value: Any, nchunks: int, nthreads: int, tasks_per_thread: int = 100) -> int:
+    """Chunks per task for an array of ``nchunks`` chunks read by ``nthreads`` worker threads.
 
-    ``auto`` is the seed's one task per chunk for arrays of up to ``max_tasks`` chunks,
-    and beyond that just enough chunks a task to stay at ``max_tasks`` tasks: the
-    scheduler's cost per task would otherwise become the measurement (5.75 ms a chunk
-    at 10^4 chunks on 2 workers here, README), while ``max_tasks`` tasks still give
-    every thread of a large cluster many tasks to balance the load.
+    ``auto`` is the seed's one task per chunk while the array has at most
+    ``tasks_per_thread`` chunks per thread, and beyond that just enough chunks a task
+    to give each thread about ``tasks_per_thread`` tasks: plenty to balance the load,
+    few enough that the scheduler's cost per task does not become the measurement
+    (5.75 ms a chunk at 10^4 one-chunk tasks on 2 workers here; README).
     """
     value = check_blocks_per_task(value)
     if value == AUTO:
-        return max(1, math.ceil(nchunks / max_tasks))
+        return max(1, math.ceil(nchunks / (tasks_per_thread * max(nthreads, 1))))
     return value
 
 

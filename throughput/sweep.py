@@ -19,7 +19,7 @@ from .archive import ResultsFile
 from .clusters import Cluster
 from .errors import StorageUnreachableError, UsageError
 from .instrument import reset_worker_counters, spread, summarise_run, worker_counters
-from .plan import null_store, resolve_blocks_per_task
+from .plan import check_blocks_per_task, null_store, resolve_blocks_per_task
 from .records import Record, library_versions, throughput_mbps
 from .redact import redact_text, secret_values
 from .retries import read_watch, request_retries, reset_request_retries, start_watch
@@ -108,7 +108,7 @@ def timed_read(cluster: Cluster, source: Source, workers: list[str] | None, retr
     (:func:`throughput.sink.task_log`) and the store ``requests``
     (:func:`throughput.instrument.store_requests`), collected after the clock stops.
     ``plan`` is a store built earlier by :func:`throughput.plan.null_store` for this
-    source and ``blocks_per_task`` (a sweep builds it once and reuses it every run).
+    source and ``blocks_per_task`` (a sweep builds one per value and reuses it every run).
     """
     client = cluster.start()
     stored = plan if plan is not None else null_store(source.array, NullStore(), blocks_per_task)[0]
@@ -196,10 +196,12 @@ def sweep(
     on_start
         Called with ``(nworkers, repeat)`` before each run (for progress displays).
     blocks_per_task
-        Chunks stored per task, or ``"auto"`` (default ``throughput.sweep.blocks-per-task``,
-        auto: the seed's one task per chunk up to ``throughput.sweep.max-tasks`` chunks,
-        10,000, grouped beyond). Larger values cut the scheduler's cost per chunk
-        (:mod:`throughput.plan`); every chunk is still read.
+        Chunks stored per task, or ``"auto"`` (default ``throughput.sweep.blocks-per-task``):
+        the seed's one task per chunk while the array has at most
+        ``throughput.sweep.tasks-per-thread`` (100) chunks per worker thread of the point,
+        grouped beyond so that each thread gets about that many tasks
+        (:func:`throughput.plan.resolve_blocks_per_task`). Larger values cut the
+        scheduler's cost per chunk (:mod:`throughput.plan`); every chunk is still read.
     warmup
         Read one chunk per worker thread, untimed, before each point's first repeat
         (default ``throughput.sweep.warmup``, true), on the workers that have not read
@@ -209,9 +211,9 @@ def sweep(
     repeats = check_repeats(config.get("sweep.repeats", 3) if repeats is None else repeats)
     retries = config.get("sweep.retries", 5) if retries is None else retries
     timeout = cluster.wait_timeout if timeout is None else timeout
-    blocks_per_task = resolve_blocks_per_task(
-        config.get("sweep.blocks-per-task", "auto") if blocks_per_task is None else blocks_per_task,
-        source.nchunks, config.get("sweep.max-tasks", 10_000))
+    blocks_per_task = check_blocks_per_task(
+        config.get("sweep.blocks-per-task", "auto") if blocks_per_task is None else blocks_per_task)
+    tasks_per_thread = config.get("sweep.tasks-per-thread", 100)
     warmup = bool(config.get("sweep.warmup", True) if warmup is None else warmup)
     labels = dict(labels or {})
     tags = labels.pop("tags", "")
@@ -226,7 +228,7 @@ def sweep(
     )
     client = cluster.start()
     allocator.tune_workers(client, cluster.starts_workers)
-    plan = None  # the store graph, built once per sweep, outside every timer
+    plans: dict[int, Any] = {}  # the store graph per blocks per task, built once per sweep, outside every timer
     warmed: set[str] = set()  # worker addresses that have read a chunk in this sweep
     for n in workers:
         if skip is not None and all(skip(n, r) for r in range(repeats)):
@@ -253,7 +255,8 @@ def sweep(
             counts = cluster.counts(use)
             stamp = datetime.now(UTC).isoformat(timespec="milliseconds")
             row = dict(base, options=options, timestamp=stamp, repeat=r, requested_workers=n, scale_seconds=scale_seconds,
-                       blocks_per_task=blocks_per_task, **counts, note=short)
+                       blocks_per_task=resolve_blocks_per_task(blocks_per_task, source.nchunks, counts["nthreads"],
+                                                               tasks_per_thread), **counts, note=short)
             if counts["nworkers"] == 0:
                 yield Record(**row, status="error", error=f"no workers: {short or 'the cluster has none'}")
                 continue
@@ -262,9 +265,10 @@ def sweep(
                     cold = [w for w in (use if use is not None else client.nthreads()) if w not in warmed]
                     warm = warm_up(cluster, source, cold) if cold else 0.0
                     warmed.update(cold)
-                if plan is None:
-                    plan = null_store(source.array, NullStore(), blocks_per_task)[0]
-                runtime, got = timed_read(cluster, source, use, retries, blocks_per_task=blocks_per_task, plan=plan)
+                blocks = row["blocks_per_task"]
+                if blocks not in plans:
+                    plans[blocks] = null_store(source.array, NullStore(), blocks)[0]
+                runtime, got = timed_read(cluster, source, use, retries, blocks_per_task=blocks, plan=plans[blocks])
             except Exception as exc:  # noqa: BLE001 - a failed run is a row, and the sweep goes on
                 yield Record(**row, warmup_seconds=warm, status="error", error=one_line(exc, secrets))
                 if is_unreachable(exc):  # every later run would fail the same way, slowly

@@ -38,7 +38,7 @@ from .common import (
 @click.option("--out", "-o", default="results", show_default=True, help="Folder (or .csv file) for the results.")
 @click.option("--plot/--no-plot", default=True, show_default=True, help="Save the seed's three figures next to the CSV.")
 @click.option("--blocks-per-task", type=BLOCKS_PER_TASK, default=None,
-              help="Chunks stored per task, or auto (default: 1, the seed's way, up to 10000 chunks; grouped beyond).")
+              help="Chunks stored per task, or auto (default: 1, the seed's way, up to 100 chunks a thread; grouped beyond).")
 @click.option("--warmup/--no-warmup", default=None, help="Untimed read of one chunk per worker thread before each point (default on).")
 def sweep(url, variable, format_, name, workers, repeats, threads_per_worker, cluster_kind, cluster_option,
           storage_option, source_option, cloud, region, out, plot, blocks_per_task, warmup):
