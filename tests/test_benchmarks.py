@@ -47,6 +47,6 @@ def test_profile_charges_worker_samples_to_libraries(tmp_path):
 
 def test_harness_smoke_prints_cost_per_chunk_for_each_grouping():
     out = bench("bench_harness.py", "--chunks", "400", "--blocks-per-task", "1,100", "--repeats", "1")
-    costs = dict(re.findall(r"^  blocks_per_task=(\d+) +(\d+\.\d+) ms/chunk timed", out, re.M))
+    costs = dict(re.findall(r"^  blocks_per_task=(\d+) +(\d+\.\d+) ms/chunk timed", out, re.MULTILINE))
     assert set(costs) == {"1", "100"} and all(float(v) > 0 for v in costs.values()), out
     assert "tasks 400" in out and "tasks 4 " in out, out  # 400 one-chunk tasks, then 4 of 100
