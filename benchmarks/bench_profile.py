@@ -139,4 +139,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
+    from throughput.storage import quiet_exit_reports
+
+    quiet_exit_reports()  # s3fs sessions closed at exit on a stopped loop: tracebacks after the results
     sys.exit(main())

@@ -17,6 +17,7 @@ def bench(script: str, *args: str, timeout: float = 240) -> str:
     done = subprocess.run([sys.executable, str(BENCHMARKS / script), *args], capture_output=True, text=True,
                           timeout=timeout, check=False)
     assert done.returncode == 0, done.stderr[-3000:]
+    assert "Traceback" not in done.stderr, done.stderr[-3000:]  # not even the storage clients' at exit
     return done.stdout
 
 

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import contextlib
+import logging
 import re
 import socket
+import sys
 from collections.abc import Iterator
 from importlib.metadata import PackageNotFoundError, version
 from urllib.parse import urlsplit
@@ -177,3 +179,19 @@ def storage_errors(url: str, storage_options: dict | None = None) -> Iterator[No
         if _is_obstore(exc):  # its messages span many lines: keep one
             raise ThroughputError(f"Could not read '{redact_text(url)}' with obstore: {short_reason(exc, storage_options)}") from exc
         raise
+
+
+def _drop_unraisable(unraisable) -> None:
+    """Drop Python's 'Exception ignored in ...' report (see :func:`quiet_exit_reports`)."""
+
+
+def quiet_exit_reports() -> None:
+    """Hide what storage clients report while the interpreter exits (the CLI and benchmarks call it).
+
+    After a failure, or simply at exit, s3fs/aiobotocore sessions are closed by
+    finalizers on an event loop that has stopped; they say so through
+    ``sys.unraisablehook`` and asyncio's logger, as tracebacks printed after the
+    results, about nothing the user can act on. ``--debug`` in the CLI keeps them.
+    """
+    sys.unraisablehook = _drop_unraisable
+    logging.getLogger("asyncio").setLevel(logging.CRITICAL)

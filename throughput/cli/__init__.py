@@ -7,7 +7,6 @@ interrupted); ``--debug`` shows the traceback instead.
 
 from __future__ import annotations
 
-import logging
 import signal
 import sys
 
@@ -15,6 +14,7 @@ import click
 
 from ..errors import ThroughputError
 from ..redact import redact_text
+from ..storage import quiet_exit_reports
 from .common import err_console
 
 
@@ -32,12 +32,6 @@ def _raise_interrupted(signum, frame):
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, signal.SIG_IGN)
     raise Interrupted(signum)
-
-
-def _quiet_unraisable(unraisable) -> None:
-    """Without --debug, drop Python's 'Exception ignored in ...' reports: storage
-    libraries leave abandoned requests behind after a failure, and their tracebacks at
-    exit would bury the one-line error the user needs."""
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -99,9 +93,8 @@ def main(argv: list[str] | None = None) -> int:
 
 def console_main() -> None:
     if "--debug" not in sys.argv[1:]:
-        sys.unraisablehook = _quiet_unraisable  # until the interpreter exits, when the reports come
-        # storage clients closed at exit from another event loop report it through asyncio's logger
-        logging.getLogger("asyncio").setLevel(logging.CRITICAL)
+        # until the interpreter exits, when the reports come: they would bury the one-line error
+        quiet_exit_reports()
     sys.exit(main())
 
 
