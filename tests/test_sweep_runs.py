@@ -244,10 +244,12 @@ def test_two_source_sweep_uploads_the_whole_file(s3_env, s3_zarr, bucket, tmp_pa
 
 def test_resume_after_sigterm_between_points(s3_env, s3_zarr, tmp_path, capfd):
     seaweed = s3_env
-    # 6 points: zarr-v2 at 1 worker (x2), then at 2 workers (x2), then zarr-v3 at 2 workers (x2).
-    # The signal goes once the first two rows are in, while the cluster grows to 2 workers.
+    # 24 points: zarr-v2 at 1 worker (x2), then at 2 workers (x2), then zarr-v3 at 2 workers (x20).
+    # The signal goes once the first two rows are in; the 22 runs left (a few seconds, even with
+    # workers that start in 0.1 s) keep it from arriving after the end.
+    total = 24
     sweep = two_source_sweep(tmp_path / "sweep.yaml", seaweed, s3_zarr, None,
-                             "workers: [1, 2], repeats: 2", "workers: [2], repeats: 2")
+                             "workers: [1, 2], repeats: 2", "workers: [2], repeats: 20")
     command = [str(Path(sys.executable).parent / "throughput"), "run", str(sweep)]
     proc = subprocess.Popen(command, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
@@ -271,19 +273,20 @@ def test_resume_after_sigterm_between_points(s3_env, s3_zarr, tmp_path, capfd):
     assert f"measure the rest with: throughput run {sweep.resolve()} --resume" in err
     before = results.read_bytes()
     first = rows_of(results)  # parses, every row whole
-    assert 2 <= len(first) < 6, "the signal came too late to test resuming"
+    assert 2 <= len(first) < total, "the signal came too late to test resuming"
     assert before.endswith(b"\n") and all(r["status"] == "ok" for r in first)
 
     # resume: the same file, the missing points only, nothing duplicated or lost
     assert main(["run", str(sweep), "--resume"]) == 0
     out, err = capfd.readouterr()
-    assert f"resuming {results}: {len(first)} of 6 point(s) already recorded, {6 - len(first)} to measure" in err
+    assert f"resuming {results}: {len(first)} of {total} point(s) already recorded, {total - len(first)} to measure" \
+        in err
     assert only_csv(tmp_path / "out") == results
     assert results.read_bytes().startswith(before)  # earlier rows untouched
     rows = rows_of(results)
     points = [(r["source"], int(r["requested_workers"]), int(r["repeat"])) for r in rows]
-    expected = {("zarr-v2", n, r) for n in (1, 2) for r in range(2)} | {("zarr-v3", 2, r) for r in range(2)}
-    assert len(points) == len(set(points)) == 6 and set(points) == expected
+    expected = {("zarr-v2", n, r) for n in (1, 2) for r in range(2)} | {("zarr-v3", 2, r) for r in range(20)}
+    assert len(points) == len(set(points)) == total and set(points) == expected
     assert all(r["status"] == "ok" for r in rows)
     assert len({r["run_id"] for r in rows[len(first):]}) == 1 and rows[-1]["run_id"] != first[0]["run_id"]
     for text in (results.read_text(), out, err):
