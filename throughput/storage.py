@@ -148,6 +148,16 @@ def _is_obstore(exc: BaseException, *names: str) -> bool:
     return type(exc).__module__.startswith("obstore") and (not names or type(exc).__name__ in names)
 
 
+def _unreachable(url: str, storage_options: dict | None) -> StorageUnreachableError:
+    return StorageUnreachableError(f"Storage server {endpoint_host(url, storage_options)} did not answer while "
+                                   f"opening '{redact_text(url)}'. Is the URL or endpoint_url right and the server up?")
+
+
+def _denied(url: str, reason: str) -> SourceNotFoundError:
+    return SourceNotFoundError(f"Access denied to '{redact_text(url)}': {reason}. Check credentials in "
+                               "storage_options (key/secret, token, anon=true for public data).")
+
+
 @contextlib.contextmanager
 def storage_errors(url: str, storage_options: dict | None = None) -> Iterator[None]:
     """Translate what storage libraries raise into one-line throughput errors."""
@@ -157,14 +167,13 @@ def storage_errors(url: str, storage_options: dict | None = None) -> Iterator[No
         raise
     except FileNotFoundError as exc:
         if _refused(exc):  # fsspec's HTTP filesystem reports a refused connection as a missing file
-            host = endpoint_host(url, storage_options)
-            raise StorageUnreachableError(f"Storage server {host} did not answer while opening '{redact_text(url)}'. Is the URL or endpoint_url right and the server up?") from exc
+            raise _unreachable(url, storage_options) from exc
         raise SourceNotFoundError(f"Nothing found at '{redact_text(url)}': {short_reason(exc, storage_options) or 'no such object or bucket'}") from exc
     except PermissionError as exc:
-        raise SourceNotFoundError(f"Access denied to '{redact_text(url)}': {redact_text(exc)}. Check credentials in storage_options (key/secret, token, anon=True for public data).") from exc
+        raise _denied(url, redact_text(exc)) from exc
     except (OSError, Exception) as exc:
         if _is_obstore(exc, "PermissionDeniedError", "UnauthenticatedError"):
-            raise SourceNotFoundError(f"Access denied to '{redact_text(url)}': {short_reason(exc, storage_options)}. Check credentials in storage_options (key/secret, token, anon=true for public data).") from exc
+            raise _denied(url, short_reason(exc, storage_options)) from exc
         if _is_obstore(exc) and "PROPFIND" in str(exc):  # obstore lists an HTTP folder with WebDAV
             raise SourceNotFoundError(f"The server of '{redact_text(url)}' cannot list folders (it refused WebDAV "
                                       "PROPFIND): consolidate the store's metadata (zarr.consolidate_metadata) "
@@ -174,8 +183,7 @@ def storage_errors(url: str, storage_options: dict | None = None) -> Iterator[No
             raise UsageError(f"No credentials found for '{redact_text(url)}'. Give them with --storage-option "
                              "key=... --storage-option secret=..., or anon=true for public data.") from exc
         if isinstance(exc, ConnectionError) or is_unreachable(exc):
-            host = endpoint_host(url, storage_options)
-            raise StorageUnreachableError(f"Storage server {host} did not answer while opening '{redact_text(url)}'. Is the URL or endpoint_url right and the server up?") from exc
+            raise _unreachable(url, storage_options) from exc
         if _is_obstore(exc):  # its messages span many lines: keep one
             raise ThroughputError(f"Could not read '{redact_text(url)}' with obstore: {short_reason(exc, storage_options)}") from exc
         raise
